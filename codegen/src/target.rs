@@ -1,0 +1,313 @@
+//! Targets: triple, CPU, features, vector capabilities and how to run code.
+//!
+//! Targets are TOML files under `configs/targets/`; the shipped ones are
+//! embedded in the binary. `host` is resolved against this machine through
+//! LLVM's host CPU detection.
+
+use scaletune_space::VectorCaps;
+use serde::Deserialize;
+use std::path::Path;
+use thiserror::Error;
+
+/// Errors loading or using a target description.
+#[derive(Debug, Error)]
+pub enum TargetError {
+    /// No shipped target has this name and no such file exists.
+    #[error("unknown target `{name}` (known: {known})")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated list of shipped targets.
+        known: String,
+    },
+    /// The TOML is malformed or misses a field.
+    #[error("target file {file}: {message}")]
+    Malformed {
+        /// File name (or `<embedded NAME>`).
+        file: String,
+        /// Parser message.
+        message: String,
+    },
+    /// A vector length the target cannot run at.
+    #[error("target `{target}` cannot run at a vector length of {vl_bits} bits ({allowed})")]
+    BadVectorLength {
+        /// Target name.
+        target: String,
+        /// Requested VL.
+        vl_bits: u32,
+        /// Description of what is allowed.
+        allowed: String,
+    },
+    /// Reading a target file failed.
+    #[error("cannot read target file {file}: {source}")]
+    Io {
+        /// File name.
+        file: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Instruction set family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arch {
+    /// x86-64.
+    X86_64,
+    /// AArch64 (NEON, SVE, SVE2, SME).
+    Aarch64,
+    /// RISC-V 64 (RVV).
+    Riscv64,
+}
+
+/// A fully resolved target.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Short name (`host`, `neoverse-v1`, ...).
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// Instruction set family.
+    pub arch: Arch,
+    /// LLVM target triple.
+    pub triple: String,
+    /// LLVM CPU name.
+    pub cpu: String,
+    /// LLVM feature string (`+sve,+neon,...`).
+    pub features: String,
+    /// The vector capabilities handed to the schedule space.
+    pub caps: VectorCaps,
+    /// Vector lengths `check` runs at when no `--vl` is given.
+    pub default_vl_bits: Vec<u32>,
+    /// Compiler command that builds the harness driver and links the kernel.
+    pub cc: Vec<String>,
+    /// Extra link arguments placed after the objects.
+    pub libs: Vec<String>,
+    /// QEMU user-mode command line (with `{vl_bits}` / `{vl_bytes}`), if the
+    /// target is not the host.
+    pub qemu: Option<Vec<String>>,
+    /// `llvm-mca -mcpu` model, if any.
+    pub mca_cpu: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TargetFile {
+    name: String,
+    description: String,
+    arch: Arch,
+    triple: String,
+    cpu: String,
+    features: String,
+    mca_cpu: Option<String>,
+    vector: VectorFile,
+    run: RunFile,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VectorFile {
+    scalable: bool,
+    granule_bits: Option<u32>,
+    /// Fixed targets: a width in bits or "native".
+    width_bits: Option<toml::Value>,
+    min_vl_bits: Option<u32>,
+    max_vl_bits: Option<u32>,
+    default_vl_bits: Option<Vec<u32>>,
+    #[serde(default)]
+    sme: bool,
+    gather: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunFile {
+    cc: Vec<String>,
+    #[serde(default)]
+    libs: Vec<String>,
+    qemu: Option<Vec<String>>,
+}
+
+/// The shipped target files, by name.
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("host", include_str!("../../configs/targets/host.toml")),
+    ("neon", include_str!("../../configs/targets/neon.toml")),
+    ("neoverse-v1", include_str!("../../configs/targets/neoverse-v1.toml")),
+    ("neoverse-v2", include_str!("../../configs/targets/neoverse-v2.toml")),
+    ("a64fx", include_str!("../../configs/targets/a64fx.toml")),
+    ("sve-generic", include_str!("../../configs/targets/sve-generic.toml")),
+    ("rvv", include_str!("../../configs/targets/rvv.toml")),
+];
+
+/// Host CPU facts, as LLVM detects them.
+#[derive(Clone, Debug)]
+pub struct HostInfo {
+    /// LLVM host triple.
+    pub triple: String,
+    /// LLVM host CPU name.
+    pub cpu: String,
+    /// LLVM host feature string.
+    pub features: String,
+}
+
+impl HostInfo {
+    /// Reads the host facts from LLVM.
+    pub fn detect() -> HostInfo {
+        crate::llvm::host_info()
+    }
+
+    /// Native vector width in bits derived from the features.
+    pub fn vector_bits(&self) -> u32 {
+        let has = |f: &str| self.features.split(',').any(|x| x == format!("+{f}"));
+        if self.triple.starts_with("x86_64") {
+            if has("avx512f") {
+                512
+            } else if has("avx2") || has("avx") {
+                256
+            } else {
+                128
+            }
+        } else {
+            128
+        }
+    }
+}
+
+impl Target {
+    /// Loads a shipped target by name, or a target file by path.
+    pub fn load(name_or_path: &str) -> Result<Target, TargetError> {
+        if let Some((_, text)) = SHIPPED.iter().find(|(n, _)| *n == name_or_path) {
+            return Target::from_toml(text, &format!("<embedded {name_or_path}>"));
+        }
+        let path = Path::new(name_or_path);
+        if name_or_path.ends_with(".toml") || path.exists() {
+            let text = std::fs::read_to_string(path)
+                .map_err(|source| TargetError::Io { file: name_or_path.to_string(), source })?;
+            return Target::from_toml(&text, name_or_path);
+        }
+        Err(TargetError::Unknown {
+            name: name_or_path.to_string(),
+            known: SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// All shipped targets.
+    pub fn shipped() -> Result<Vec<Target>, TargetError> {
+        SHIPPED.iter().map(|(n, _)| Target::load(n)).collect()
+    }
+
+    /// Parses a target description.
+    pub fn from_toml(text: &str, file: &str) -> Result<Target, TargetError> {
+        let bad = |message: String| TargetError::Malformed { file: file.to_string(), message };
+        let f: TargetFile = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+        let host = || HostInfo::detect();
+        let (triple, cpu, features) = {
+            let mut t = (f.triple.clone(), f.cpu.clone(), f.features.clone());
+            if t.1 == "native" || t.2 == "native" {
+                let h = host();
+                if t.1 == "native" {
+                    t.1 = h.cpu.clone();
+                }
+                if t.2 == "native" {
+                    t.2 = h.features.clone();
+                }
+                t.0 = h.triple;
+            }
+            t
+        };
+        let v = &f.vector;
+        let (caps, default_vl) = if v.scalable {
+            let granule = v.granule_bits.ok_or_else(|| bad("[vector] granule_bits is required when scalable".into()))?;
+            let min = v.min_vl_bits.ok_or_else(|| bad("[vector] min_vl_bits is required when scalable".into()))?;
+            let max = v.max_vl_bits.ok_or_else(|| bad("[vector] max_vl_bits is required when scalable".into()))?;
+            if min > max || min % granule != 0 || !min.is_power_of_two() || !max.is_power_of_two() {
+                return Err(bad(format!("[vector] bad VL range {min}..={max} for granule {granule}")));
+            }
+            let mut caps = VectorCaps::scalable(granule, min, max);
+            caps.has_sme = v.sme;
+            caps.has_gather = v.gather.unwrap_or(true);
+            let dvl = v.default_vl_bits.clone().unwrap_or_else(|| vec![min]);
+            (caps, dvl)
+        } else {
+            let bits = match &v.width_bits {
+                Some(toml::Value::Integer(b)) => *b as u32,
+                Some(toml::Value::String(s)) if s == "native" => host().vector_bits(),
+                _ => return Err(bad("[vector] width_bits must be an integer or \"native\"".into())),
+            };
+            if bits < 128 || bits % 128 != 0 {
+                return Err(bad(format!("[vector] width_bits {bits} is not a multiple of 128")));
+            }
+            let mut caps = VectorCaps::fixed(bits);
+            caps.has_gather = v.gather.unwrap_or(bits >= 256);
+            (caps, vec![bits])
+        };
+        let mca_cpu = match f.mca_cpu {
+            Some(c) if c == "native" => Some(cpu.clone()),
+            other => other,
+        };
+        let target = Target {
+            name: f.name,
+            description: f.description,
+            arch: f.arch,
+            triple,
+            cpu,
+            features,
+            caps,
+            default_vl_bits: default_vl,
+            cc: f.run.cc,
+            libs: f.run.libs,
+            qemu: f.run.qemu,
+            mca_cpu,
+        };
+        for &vl in &target.default_vl_bits {
+            target.vscale_for_vl(vl)?;
+        }
+        Ok(target)
+    }
+
+    /// The vscale at which code runs for a vector length in bits, checking
+    /// that the target can run at that length.
+    pub fn vscale_for_vl(&self, vl_bits: u32) -> Result<u32, TargetError> {
+        let caps = &self.caps;
+        let allowed = if caps.scalable {
+            format!("powers of two from {} to {}", caps.min_bits(), caps.max_bits())
+        } else {
+            format!("fixed at {} bits", caps.max_bits())
+        };
+        let g = caps.granule_bits;
+        if vl_bits % g == 0 && caps.vscale_values.contains(&(vl_bits / g)) {
+            Ok(vl_bits / g)
+        } else {
+            Err(TargetError::BadVectorLength { target: self.name.clone(), vl_bits, allowed })
+        }
+    }
+
+    /// True if code for this target runs on this machine without emulation.
+    pub fn is_native(&self) -> bool {
+        self.qemu.is_none()
+    }
+
+    /// The QEMU command line for a vector length, with placeholders filled.
+    pub fn qemu_command(&self, vl_bits: u32) -> Option<Vec<String>> {
+        self.qemu.as_ref().map(|cmd| {
+            cmd.iter()
+                .map(|a| a.replace("{vl_bits}", &vl_bits.to_string()).replace("{vl_bytes}", &(vl_bits / 8).to_string()))
+                .collect()
+        })
+    }
+
+    /// A one-line summary of the vector capabilities.
+    pub fn vector_summary(&self) -> String {
+        let c = &self.caps;
+        if c.scalable {
+            let vls = if c.min_bits() == c.max_bits() {
+                format!("VL {} bits", c.min_bits())
+            } else {
+                format!("VL {}..{} bits", c.min_bits(), c.max_bits())
+            };
+            format!("scalable, vscale = VL/{}, {vls}{}", c.granule_bits, if c.has_sme { ", SME" } else { "" })
+        } else {
+            format!("fixed {}-bit vectors (vscale = {})", c.max_bits(), c.vscale_values[0])
+        }
+    }
+}

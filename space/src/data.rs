@@ -1,0 +1,117 @@
+//! Tensor contents: typed element arrays shared by the reference evaluator,
+//! the interpreter and the harness.
+
+use crate::DType;
+use half::f16;
+
+/// The elements of one tensor, row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TensorData {
+    /// f16 elements.
+    F16(Vec<f16>),
+    /// f32 elements.
+    F32(Vec<f32>),
+    /// f64 elements.
+    F64(Vec<f64>),
+    /// i8 elements.
+    I8(Vec<i8>),
+    /// i32 elements.
+    I32(Vec<i32>),
+}
+
+impl TensorData {
+    /// `len` zero elements of `dtype`.
+    pub fn zeros(dtype: DType, len: usize) -> TensorData {
+        TensorData::filled(dtype, len, 0.0)
+    }
+
+    /// `len` elements of `dtype`, all equal to `value` (converted).
+    pub fn filled(dtype: DType, len: usize, value: f64) -> TensorData {
+        match dtype {
+            DType::F16 => TensorData::F16(vec![f16::from_f64(value); len]),
+            DType::F32 => TensorData::F32(vec![value as f32; len]),
+            DType::F64 => TensorData::F64(vec![value; len]),
+            DType::I8 => TensorData::I8(vec![value as i8; len]),
+            DType::I32 => TensorData::I32(vec![value as i32; len]),
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            TensorData::F16(_) => DType::F16,
+            TensorData::F32(_) => DType::F32,
+            TensorData::F64(_) => DType::F64,
+            TensorData::I8(_) => DType::I8,
+            TensorData::I32(_) => DType::I32,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            TensorData::F16(v) => v.len(),
+            TensorData::F32(v) => v.len(),
+            TensorData::F64(v) => v.len(),
+            TensorData::I8(v) => v.len(),
+            TensorData::I32(v) => v.len(),
+        }
+    }
+
+    /// True if there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` widened to f64.
+    pub fn get(&self, i: usize) -> f64 {
+        match self {
+            TensorData::F16(v) => v[i].to_f64(),
+            TensorData::F32(v) => f64::from(v[i]),
+            TensorData::F64(v) => v[i],
+            TensorData::I8(v) => f64::from(v[i]),
+            TensorData::I32(v) => f64::from(v[i]),
+        }
+    }
+
+    /// Stores `x` (rounded / wrapped to the element type) at element `i`.
+    pub fn set(&mut self, i: usize, x: f64) {
+        match self {
+            TensorData::F16(v) => v[i] = f16::from_f64(x),
+            TensorData::F32(v) => v[i] = x as f32,
+            TensorData::F64(v) => v[i] = x,
+            TensorData::I8(v) => v[i] = (x as i64) as i8,
+            TensorData::I32(v) => v[i] = (x as i64) as i32,
+        }
+    }
+
+    /// Little-endian bytes of all elements.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            TensorData::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::I8(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    /// Parses little-endian bytes; `None` if the length is not a whole number
+    /// of elements.
+    pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<TensorData> {
+        let n = dtype.bytes();
+        if bytes.len() % n != 0 {
+            return None;
+        }
+        let chunks = bytes.chunks_exact(n);
+        Some(match dtype {
+            DType::F16 => TensorData::F16(chunks.map(|c| f16::from_le_bytes([c[0], c[1]])).collect()),
+            DType::F32 => TensorData::F32(chunks.map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            DType::F64 => TensorData::F64(
+                chunks.map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect(),
+            ),
+            DType::I8 => TensorData::I8(chunks.map(|c| c[0] as i8).collect()),
+            DType::I32 => TensorData::I32(chunks.map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        })
+    }
+}

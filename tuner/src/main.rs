@@ -1,0 +1,2 @@
+//! scaletune CLI
+fn main() {}
