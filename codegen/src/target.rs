@@ -217,7 +217,8 @@ impl Target {
         };
         let v = &f.vector;
         let (caps, default_vl) = if v.scalable {
-            let granule = v.granule_bits.ok_or_else(|| bad("[vector] granule_bits is required when scalable".into()))?;
+            let granule =
+                v.granule_bits.ok_or_else(|| bad("[vector] granule_bits is required when scalable".into()))?;
             let min = v.min_vl_bits.ok_or_else(|| bad("[vector] min_vl_bits is required when scalable".into()))?;
             let max = v.max_vl_bits.ok_or_else(|| bad("[vector] max_vl_bits is required when scalable".into()))?;
             if min > max || min % granule != 0 || !min.is_power_of_two() || !max.is_power_of_two() {

@@ -24,7 +24,13 @@ pub struct VectorCaps {
 impl VectorCaps {
     /// Capabilities of a fixed-length target with `bits`-wide registers.
     pub fn fixed(bits: u32) -> VectorCaps {
-        VectorCaps { scalable: false, granule_bits: 128, vscale_values: vec![(bits / 128).max(1)], has_sme: false, has_gather: false }
+        VectorCaps {
+            scalable: false,
+            granule_bits: 128,
+            vscale_values: vec![(bits / 128).max(1)],
+            has_sme: false,
+            has_gather: false,
+        }
     }
 
     /// Capabilities of a scalable target whose vector length is any power of two in `min_bits..=max_bits`.

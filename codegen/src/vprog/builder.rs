@@ -17,7 +17,13 @@ impl Builder {
     /// Starts an empty program with the given kernel name.
     pub fn new(name: impl Into<String>) -> Builder {
         Builder {
-            prog: Program { name: name.into(), regs: Vec::new(), buffers: Vec::new(), params: Vec::new(), body: Vec::new() },
+            prog: Program {
+                name: name.into(),
+                regs: Vec::new(),
+                buffers: Vec::new(),
+                params: Vec::new(),
+                body: Vec::new(),
+            },
             stack: vec![Vec::new()],
         }
     }
