@@ -1,10 +1,15 @@
 //! scaletune-space: the workload language, the vscale loop-nest IR, schedule
 //! primitives and traces.
 
-pub mod dtype;
-
-pub use dtype::DType;
 pub mod caps;
-pub use caps::VectorCaps;
 pub mod data;
+pub mod dtype;
+pub mod expr;
+pub mod ids;
+pub mod text;
+
+pub use caps::VectorCaps;
 pub use data::TensorData;
+pub use dtype::DType;
+pub use expr::Expr;
+pub use ids::{BlockId, LoopId, TensorId, VarId};

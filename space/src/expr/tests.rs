@@ -1,0 +1,166 @@
+//! Tests of the simplifier and provers against concrete evaluation.
+
+use super::*;
+use crate::ids::{TensorId, VarId};
+use crate::text::{lex, Cursor, SyntaxError};
+use proptest::prelude::*;
+
+/// Variables `a`..`h` with the given extents (as text, may use vscale).
+struct Ctx {
+    names: Vec<&'static str>,
+    extents: Vec<Expr>,
+    vscales: Vec<u32>,
+}
+
+impl RangeCtx for Ctx {
+    fn var_extent(&self, v: VarId) -> Option<Expr> {
+        self.extents.get(v.index()).cloned()
+    }
+    fn tensor_range(&self, _: TensorId) -> Option<(i64, i64)> {
+        Some((0, 100))
+    }
+    fn vscales(&self) -> &[u32] {
+        &self.vscales
+    }
+}
+
+struct Names<'a>(&'a [&'static str]);
+impl NameResolver for Names<'_> {
+    fn name(&mut self, name: &str, offset: usize) -> Result<Expr, SyntaxError> {
+        self.0
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| Expr::Var(VarId(i as u32)))
+            .ok_or_else(|| SyntaxError::new(offset, format!("unknown {name}")))
+    }
+    fn tensor(&mut self, _: &str, _: usize) -> Result<TensorId, SyntaxError> {
+        Ok(TensorId(0))
+    }
+}
+
+fn parse(names: &[&'static str], s: &str) -> Expr {
+    let mut cur = Cursor::new(lex(s).expect("lex"));
+    let e = parse_expr(&mut cur, &mut Names(names)).expect("parse");
+    cur.expect_eof("expression").expect("eof");
+    e
+}
+
+fn ctx(vars: &[(&'static str, &str)], vscales: &[u32]) -> Ctx {
+    let names: Vec<&'static str> = vars.iter().map(|v| v.0).collect();
+    let extents = vars.iter().map(|v| parse(&[], v.1)).collect();
+    Ctx { names, extents, vscales: vscales.to_vec() }
+}
+
+fn show(c: &Ctx, e: &Expr) -> String {
+    let names = c.names.clone();
+    e.display(&move |v: VarId| names[v.index()].to_string(), &|_| "T".to_string()).to_string()
+}
+
+fn simp(c: &Ctx, s: &str) -> String {
+    show(c, &simplify(&parse(&c.names, s), c))
+}
+
+const SVE: [u32; 5] = [1, 2, 4, 8, 16];
+
+#[test]
+fn canonical_order_and_printing() {
+    let c = ctx(&[("i0", "17"), ("i1", "4"), ("j0", "ceildiv(131, 4*vscale)"), ("j1", "4*vscale")], &SVE);
+    assert_eq!(simp(&c, "i1 + 4*i0"), "i0*4 + i1");
+    assert_eq!(simp(&c, "j1 + j0*(4*vscale)"), "j0*4*vscale + j1");
+    assert_eq!(simp(&c, "(i0 + 1)*4 - 4"), "i0*4");
+    assert_eq!(simp(&c, "ceildiv(131, vscale*4)"), "ceildiv(131, 4*vscale)");
+    assert_eq!(simp(&c, "2 - i1 - i0"), "0 - i0 - i1 + 2");
+}
+
+#[test]
+fn floordiv_and_floormod_of_split_indices() {
+    let c = ctx(&[("i0", "17"), ("i1", "4"), ("j0", "ceildiv(131, 4*vscale)"), ("j1", "4*vscale")], &SVE);
+    assert_eq!(simp(&c, "floordiv(i0*4 + i1, 4)"), "i0");
+    assert_eq!(simp(&c, "floormod(i0*4 + i1, 4)"), "i1");
+    assert_eq!(simp(&c, "floordiv(j0*4*vscale + j1, 4*vscale)"), "j0");
+    assert_eq!(simp(&c, "floormod(j0*4*vscale + j1, 4*vscale)"), "j1");
+    assert_eq!(simp(&c, "floordiv(i0*8 + i1, 4)"), "i0*2");
+    // i1 + 2 may reach 5 >= 4: not provable.
+    assert_eq!(simp(&c, "floordiv(i0*4 + i1 + 2, 4)"), "i0 + floordiv(i1 + 2, 4)");
+    assert_eq!(simp(&c, "ceildiv(i0*4 + i1 + 1, 4)"), "i0 + 1");
+}
+
+#[test]
+fn proofs_hold_for_every_vscale() {
+    let c = ctx(&[("i0", "17"), ("i1", "4"), ("j0", "ceildiv(131, 4*vscale)"), ("j1", "4*vscale")], &SVE);
+    let p = |s: &str| parse(&c.names, s);
+    assert!(prove_lt(&p("i0*4 + i1"), &p("68"), &c));
+    assert!(!prove_lt(&p("i0*4 + i1"), &p("67"), &c));
+    assert!(prove_lt(&p("j1"), &p("4*vscale"), &c));
+    assert!(!prove_lt(&p("j0*4*vscale + j1"), &p("131"), &c));
+    // 128 is a multiple of 4*vscale only up to vscale 16 ... 4*16 = 64 divides 128: provable with extent ceildiv(128, 4vs).
+    let d = ctx(&[("j0", "ceildiv(128, 4*vscale)"), ("j1", "4*vscale")], &SVE);
+    assert!(prove_lt(&parse(&d.names, "j0*4*vscale + j1"), &Expr::Int(128), &d));
+    let e = ctx(&[("j0", "ceildiv(128, 4*vscale)"), ("j1", "4*vscale")], &[1, 2, 4, 8, 16, 32, 64]);
+    assert!(!prove_lt(&parse(&e.names, "j0*4*vscale + j1"), &Expr::Int(128), &e));
+}
+
+#[test]
+fn linear_decomposition() {
+    let c = ctx(&[("i", "10"), ("j", "4*vscale"), ("k", "8")], &SVE);
+    let e = parse(&c.names, "(i*8 + j)*3 + k");
+    let lin = linear_in(&e, VarId(1), &c).expect("linear");
+    assert_eq!(lin.const_coeff(), Some(3));
+    assert_eq!(show(&c, &lin.rest), "i*24 + k");
+    assert!(linear_in(&parse(&c.names, "floordiv(j, 2)"), VarId(1), &c).is_none());
+    assert!(linear_in(&parse(&c.names, "j*j"), VarId(1), &c).is_none());
+    assert!(linear_in(&parse(&c.names, "T[j] + 1"), VarId(1), &c).is_none());
+    let lin = linear_in(&parse(&c.names, "T[i] * 8 + j"), VarId(1), &c).expect("linear");
+    assert_eq!(lin.const_coeff(), Some(1));
+}
+
+fn arb_expr(depth: u32) -> BoxedStrategy<String> {
+    let leaf = prop_oneof![
+        (0i64..20).prop_map(|v| v.to_string()),
+        prop::sample::select(vec!["a", "b", "c", "vscale"]).prop_map(|s| s.to_string()),
+    ];
+    if depth == 0 {
+        return leaf.boxed();
+    }
+    let sub = arb_expr(depth - 1);
+    prop_oneof![
+        leaf,
+        (sub.clone(), sub.clone()).prop_map(|(x, y)| format!("({x} + {y})")),
+        (sub.clone(), sub.clone()).prop_map(|(x, y)| format!("({x} - {y})")),
+        (sub.clone(), sub.clone()).prop_map(|(x, y)| format!("({x} * {y})")),
+        (sub.clone(), 1i64..9).prop_map(|(x, d)| format!("floordiv({x}, {d})")),
+        (sub.clone(), 1i64..9).prop_map(|(x, d)| format!("floormod({x}, {d})")),
+        (sub.clone(), 1i64..5).prop_map(|(x, d)| format!("floordiv({x}, {d}*vscale)")),
+        (sub.clone(), 1i64..9).prop_map(|(x, d)| format!("ceildiv({x}, {d})")),
+        (sub.clone(), sub.clone()).prop_map(|(x, y)| format!("min({x}, {y})")),
+        (sub.clone(), sub).prop_map(|(x, y)| format!("max({x}, {y})")),
+    ]
+    .boxed()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+    /// Simplification preserves the value for every assignment and vscale,
+    /// and the computed bounds contain the value.
+    #[test]
+    fn simplify_preserves_value(src in arb_expr(3), a in 0i64..7, b in 0i64..4, vi in 0usize..3) {
+        let c = ctx(&[("a", "7"), ("b", "4"), ("c", "2*vscale")], &[1, 2, 4]);
+        let vscale = [1i64, 2, 4][vi];
+        let cv = (a + b) % (2 * vscale);
+        let e = parse(&c.names, &src);
+        let s = simplify(&e, &c);
+        let vals = [a, b, cv];
+        let env = |v: VarId| Some(vals[v.index()]);
+        let none = |_: TensorId, _: &[i64]| None;
+        let orig = eval(&e, &env, vscale, &none);
+        let simp = eval(&s, &env, vscale, &none);
+        if let Ok(o) = orig {
+            prop_assert_eq!(Ok(o), simp.clone(), "{} => {}", src, show(&c, &s));
+            if let Some((lo, hi)) = bounds(&s, &c, vscale) {
+                prop_assert!(lo <= o && o <= hi, "{} in [{}, {}]", o, lo, hi);
+            }
+        }
+        // Idempotent.
+        prop_assert_eq!(simplify(&s, &c), s);
+    }
+}
