@@ -7,6 +7,7 @@ pub mod dtype;
 pub mod expr;
 pub mod ids;
 pub mod text;
+pub mod workload;
 
 pub use caps::VectorCaps;
 pub use data::TensorData;

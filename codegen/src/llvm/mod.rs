@@ -1,5 +1,202 @@
 //! LLVM emission: the only module that uses llvm-sys and `unsafe` FFI.
+//!
+//! [`compile`] turns one vector [`Program`] into optimized LLVM IR, assembly
+//! and an object file for a [`Target`]. The pipeline reads top to bottom:
+//!
+//! 1. check the program (`vprog::verify`, parameters, scalable types against
+//!    the target),
+//! 2. create a fresh LLVM context, a module and the target machine,
+//! 3. emit the kernel function ([`emit`] for statements, [`ops`] for
+//!    operations, [`intrinsics`] for intrinsic calls, [`types`] for types),
+//! 4. run LLVM's verifier, then the new-pass-manager pipeline `default<On>`,
+//! 5. print the IR and emit assembly and the object ([`machine`]).
+//!
+//! Every vprog register becomes an `alloca` in the entry block; mem2reg/SROA
+//! in the optimization pipeline turns them into SSA values. Each call owns its
+//! context, so several threads may compile concurrently. Output is a pure
+//! function of the inputs: the same program, target and options give
+//! byte-identical IR, assembly and object.
+//!
+//! `LoopHint::Parallel` loops are emitted as plain serial loops for now; a
+//! thread runtime will come later.
 
+mod context;
+mod emit;
 mod host;
+mod intrinsics;
+mod machine;
+mod ops;
+mod types;
 
 pub use host::host_info;
+
+use crate::target::Target;
+use crate::vprog::{self, Param, Program};
+use context::{Context, IrBuilder, Module};
+use thiserror::Error;
+
+/// Options of one compilation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Optimization level 0..=3 (`default<On>` pipeline and codegen level).
+    pub opt_level: u8,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions { opt_level: 3 }
+    }
+}
+
+/// The products of one compilation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Artifacts {
+    /// The optimized module as LLVM IR text.
+    pub llvm_ir: String,
+    /// Target assembly.
+    pub asm: String,
+    /// ELF relocatable object containing the kernel symbol.
+    pub object: Vec<u8>,
+}
+
+/// Why a compilation failed.
+#[derive(Debug, Error)]
+pub enum LlvmError {
+    /// LLVM has no backend for the target triple.
+    #[error("LLVM has no target for triple `{triple}`: {message}")]
+    TargetNotFound {
+        /// The triple asked for.
+        triple: String,
+        /// LLVM's message.
+        message: String,
+    },
+    /// LLVM could not create a target machine for the triple/CPU/features.
+    #[error("cannot create an LLVM target machine for `{triple}` (cpu `{cpu}`)")]
+    TargetMachine {
+        /// The triple.
+        triple: String,
+        /// The CPU name.
+        cpu: String,
+    },
+    /// The program uses scalable vectors but the target has fixed-length vectors.
+    #[error("kernel `{kernel}` uses the scalable type {ty} but target `{target}` has fixed-length vectors")]
+    ScalableOnFixedTarget {
+        /// Kernel name.
+        kernel: String,
+        /// Target name.
+        target: String,
+        /// The first scalable register type found.
+        ty: String,
+    },
+    /// The vector program is ill-typed.
+    #[error(transparent)]
+    IllTyped(#[from] vprog::VerifyError),
+    /// The program is malformed in a way the type checker does not cover
+    /// (bad parameter list, a name with a NUL byte, ...).
+    #[error("invalid program: {0}")]
+    InvalidProgram(String),
+    /// The optimization level is outside 0..=3.
+    #[error("optimization level {0} is not in 0..=3")]
+    BadOptLevel(u8),
+    /// LLVM's verifier rejected the emitted module (a bug in this emitter).
+    #[error("LLVM verifier rejected the module: {0}")]
+    Verifier(String),
+    /// The optimization pipeline failed.
+    #[error("LLVM optimization pipeline `{pipeline}` failed: {message}")]
+    Passes {
+        /// Pipeline text.
+        pipeline: String,
+        /// LLVM's message.
+        message: String,
+    },
+    /// Emitting assembly or the object failed.
+    #[error("LLVM failed to emit {what}: {message}")]
+    Emission {
+        /// `assembly` or `object`.
+        what: &'static str,
+        /// LLVM's message.
+        message: String,
+    },
+    /// An internal inconsistency of the emitter (unknown intrinsic, ...).
+    #[error("internal LLVM emitter error: {0}")]
+    Internal(String),
+}
+
+/// Compiles `prog` for `target`: optimized IR text, assembly and an object.
+///
+/// The kernel is an external function named `prog.name` returning void, with
+/// one parameter per `prog.params` entry (tensors as `ptr noalias nocapture`,
+/// `readonly` when the buffer is read-only; scalars by value).
+pub fn compile(prog: &Program, target: &Target, opts: &CompileOptions) -> Result<Artifacts, LlvmError> {
+    if opts.opt_level > 3 {
+        return Err(LlvmError::BadOptLevel(opts.opt_level));
+    }
+    check_program(prog, target)?;
+    context::init_targets();
+    let tm = machine::create_target_machine(target, opts.opt_level)?;
+    let ctx = Context::new();
+    let module_name = context::cstring("kernel name", &prog.name)?;
+    let module = Module::new(&ctx, &module_name);
+    machine::configure_module(&module, &tm, &target.triple)?;
+    {
+        let builder = IrBuilder::new(&ctx);
+        emit::emit_kernel(&ctx, &module, &builder, prog, target)?;
+    }
+    machine::verify(&module)?;
+    machine::optimize(&module, &tm, opts.opt_level)?;
+    let llvm_ir = module.to_ir_string();
+    // Code generation rewrites the IR it is given (CodeGenPrepare, ...), so
+    // the assembly is produced from a copy and the object from the original:
+    // both then come from the same optimized IR.
+    let asm_bytes = machine::emit(&module.duplicate(), &tm, machine::Output::Assembly)?;
+    let object = machine::emit(&module, &tm, machine::Output::Object)?;
+    Ok(Artifacts { llvm_ir, asm: String::from_utf8_lossy(&asm_bytes).into_owned(), object })
+}
+
+/// Checks what the emitter relies on before any LLVM object is created.
+fn check_program(prog: &Program, target: &Target) -> Result<(), LlvmError> {
+    vprog::verify(prog)?;
+    if prog.name.is_empty() {
+        return Err(LlvmError::InvalidProgram("the kernel name is empty".into()));
+    }
+    let mut seen = vec![false; prog.buffers.len()];
+    for p in &prog.params {
+        match p {
+            Param::Tensor(b) => {
+                let buf = prog
+                    .buffers
+                    .get(b.0 as usize)
+                    .ok_or_else(|| LlvmError::InvalidProgram(format!("tensor parameter names missing buffer {}", b.0)))?;
+                if buf.kind != vprog::BufKind::Param {
+                    return Err(LlvmError::InvalidProgram(format!("local buffer `{}` is a parameter", buf.name)));
+                }
+                if std::mem::replace(&mut seen[b.0 as usize], true) {
+                    return Err(LlvmError::InvalidProgram(format!("buffer `{}` is passed twice", buf.name)));
+                }
+            }
+            Param::Scalar { name, reg } => {
+                let ty = prog.regs.get(reg.0 as usize).ok_or_else(|| {
+                    LlvmError::InvalidProgram(format!("scalar parameter `{name}` names missing register {reg}"))
+                })?;
+                if ty.is_vector() || !matches!(ty.elem, vprog::Elem::Data(_)) {
+                    return Err(LlvmError::InvalidProgram(format!("scalar parameter `{name}` has type {ty}")));
+                }
+            }
+        }
+    }
+    for (i, buf) in prog.buffers.iter().enumerate() {
+        if buf.kind == vprog::BufKind::Param && !seen[i] {
+            return Err(LlvmError::InvalidProgram(format!("parameter buffer `{}` is not in the parameter list", buf.name)));
+        }
+    }
+    if !target.caps.scalable {
+        if let Some(ty) = prog.regs.iter().find(|t| t.lanes.is_some_and(|l| l.scalable)) {
+            return Err(LlvmError::ScalableOnFixedTarget {
+                kernel: prog.name.clone(),
+                target: target.name.clone(),
+                ty: ty.to_string(),
+            });
+        }
+    }
+    Ok(())
+}

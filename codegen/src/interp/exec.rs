@@ -1,0 +1,200 @@
+//! The statement executor: the machine state of one run, step counting,
+//! loops, conditionals and stores.
+
+use super::memory::Memory;
+use super::regs::RegFile;
+use super::value::{Class, Scalar};
+use super::{ArgValue, InterpError, InterpOptions, InterpStats};
+use crate::vprog::{BufId, Program, Reg, Stmt};
+use std::mem::take;
+
+/// The state of one run.
+pub(crate) struct Machine<'a> {
+    pub(super) vscale: u32,
+    pub(super) rf: RegFile,
+    pub(super) mem: Memory<'a>,
+    /// Scratch vectors swapped with destination registers (no per-op allocation).
+    pub(super) sf: Vec<f64>,
+    pub(super) si: Vec<i64>,
+    pub(super) sb: Vec<bool>,
+    /// Second scratch vectors, for operations that need two at once.
+    pub(super) si2: Vec<i64>,
+    pub(super) sb2: Vec<bool>,
+    pub(super) stats: InterpStats,
+    max_steps: u64,
+}
+
+type R = Result<(), InterpError>;
+
+impl<'a> Machine<'a> {
+    /// Binds arguments, allocates locals and resolves register types.
+    pub(crate) fn new(prog: &Program, args: &'a mut [ArgValue], opts: &InterpOptions) -> Result<Machine<'a>, InterpError> {
+        let (mem, scalars) = Memory::bind(prog, args, opts.vscale)?;
+        let mut rf = RegFile::new(prog, opts.vscale)?;
+        for (reg, value) in scalars {
+            match value {
+                Scalar::F(v) => rf.set_f(reg, v)?,
+                Scalar::I(v) => rf.set_i(reg, v)?,
+                Scalar::B(v) => rf.set_b(reg, v)?,
+            }
+        }
+        Ok(Machine {
+            vscale: opts.vscale,
+            rf,
+            mem,
+            sf: Vec::new(),
+            si: Vec::new(),
+            sb: Vec::new(),
+            si2: Vec::new(),
+            sb2: Vec::new(),
+            stats: InterpStats::default(),
+            max_steps: opts.max_steps.unwrap_or(u64::MAX),
+        })
+    }
+
+    /// The statistics gathered so far.
+    pub(crate) fn into_stats(self) -> InterpStats {
+        self.stats
+    }
+
+    #[inline]
+    fn step(&mut self) -> R {
+        self.stats.steps += 1;
+        if self.stats.steps > self.max_steps {
+            return Err(InterpError::StepLimit { limit: self.max_steps });
+        }
+        Ok(())
+    }
+
+    /// Executes a list of statements.
+    pub(crate) fn body(&mut self, stmts: &[Stmt]) -> R {
+        for s in stmts {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> R {
+        self.step()?;
+        match s {
+            Stmt::Assign { dst, op } => {
+                self.stats.ops += 1;
+                self.assign(*dst, op)
+            }
+            Stmt::Store { buf, index, value } => {
+                self.stats.ops += 1;
+                self.stats.stores += 1;
+                self.stats.elements_stored += 1;
+                let index = self.rf.i(*index)?;
+                self.write_lane(*buf, *value, None, index)
+            }
+            Stmt::VStore { buf, base, value, mask } => {
+                self.count_vector_store();
+                let base = self.rf.i(*base)?;
+                let n = self.vector_lanes(*value)?;
+                let active = self.active_mask(*mask, n)?;
+                for (lane, &on) in active.iter().enumerate() {
+                    if on {
+                        self.write_lane(*buf, *value, Some(lane), base.saturating_add(lane as i64))?;
+                    }
+                }
+                self.sb = active;
+                Ok(())
+            }
+            Stmt::Scatter { buf, indices, value, mask } => {
+                self.count_vector_store();
+                let n = self.vector_lanes(*value)?;
+                let active = self.active_mask(*mask, n)?;
+                let mut idx = take(&mut self.si);
+                idx.clear();
+                idx.extend_from_slice(self.rf.vi(*indices)?);
+                if idx.len() != n {
+                    return Err(InterpError::Internal("scatter indices and value differ in lanes".into()));
+                }
+                for (lane, &on) in active.iter().enumerate() {
+                    if on {
+                        self.write_lane(*buf, *value, Some(lane), idx[lane])?;
+                    }
+                }
+                self.si = idx;
+                self.sb = active;
+                Ok(())
+            }
+            Stmt::Loop { var, start, end, body, .. } => {
+                let (start, end) = (self.rf.i(*start)?, self.rf.i(*end)?);
+                let mut i = start;
+                while i < end {
+                    self.step()?;
+                    self.stats.loop_iterations += 1;
+                    self.rf.set_i(*var, i)?;
+                    self.body(body)?;
+                    i += 1;
+                }
+                // The loop variable only exists inside its loop.
+                self.rf.unassign(*var);
+                Ok(())
+            }
+            Stmt::If { cond, then_body, else_body } => {
+                if self.rf.b(*cond)? {
+                    self.body(then_body)
+                } else {
+                    self.body(else_body)
+                }
+            }
+        }
+    }
+
+    fn count_vector_store(&mut self) {
+        self.stats.ops += 1;
+        self.stats.vector_ops += 1;
+        self.stats.stores += 1;
+    }
+
+    fn vector_lanes(&self, r: Reg) -> Result<usize, InterpError> {
+        self.rf.lanes(r).ok_or_else(|| InterpError::Internal(format!("{r} is not a vector")))
+    }
+
+    /// The active lanes of an optional mask as an owned scratch vector
+    /// (return it to `self.sb` when done).
+    pub(super) fn active_mask(&mut self, mask: Option<Reg>, n: usize) -> Result<Vec<bool>, InterpError> {
+        let mut active = take(&mut self.sb);
+        active.clear();
+        match self.rf.mask(mask, n)? {
+            Some(m) => active.extend_from_slice(m),
+            None => active.resize(n, true),
+        }
+        Ok(active)
+    }
+
+    /// Stores lane `lane` of `value` (or the scalar `value`) at `index` of `buf`.
+    fn write_lane(&mut self, buf: BufId, value: Reg, lane: Option<usize>, index: i64) -> R {
+        if lane.is_some() {
+            self.stats.elements_stored += 1;
+        }
+        match (self.rf.class(value), lane) {
+            (Class::Float, None) => {
+                let x = self.rf.f(value)?;
+                self.mem.write_f(buf, index, x)
+            }
+            (Class::Int, None) => {
+                let x = self.rf.i(value)?;
+                self.mem.write_i(buf, index, x)
+            }
+            (Class::Float, Some(l)) => {
+                let x = lane_of(self.rf.vf(value)?, l)?;
+                self.mem.write_f(buf, index, x)
+            }
+            (Class::Int, Some(l)) => {
+                let x = lane_of(self.rf.vi(value)?, l)?;
+                self.mem.write_i(buf, index, x)
+            }
+            (Class::Bool, _) => Err(InterpError::Internal("store of a bool".into())),
+        }
+    }
+}
+
+/// Lane `l` of a vector, or an internal error if the vector is too short.
+#[inline]
+pub(super) fn lane_of<T: Copy>(v: &[T], l: usize) -> Result<T, InterpError> {
+    v.get(l).copied().ok_or_else(|| InterpError::Internal(format!("lane {l} of a {}-lane vector", v.len())))
+}

@@ -1,0 +1,422 @@
+//! Emission of the kernel function: signature, attributes, registers, buffers and statements.
+//!
+//! Every vprog register is an `alloca` in the entry block: a use loads from
+//! it, an assignment stores to it. Loops are preheader/header/body/latch
+//! blocks with a hidden SSA counter (the loop register receives the counter
+//! at the top of each iteration); `if` statements are then/else/merge blocks.
+
+use super::context::{cstring, Context, IrBuilder, Module};
+use super::types::{elem_align, Types};
+use super::LlvmError;
+use crate::target::Target;
+use crate::vprog::{BufId, BufKind, Elem, LoopHint, Param, Program, Reg, Stmt};
+use llvm_sys::core::*;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMAttributeFunctionIndex, LLVMIntPredicate, LLVMLinkage};
+use std::ffi::CString;
+use std::os::raw::c_uint;
+use std::ptr;
+
+/// An empty value name.
+pub(crate) const NONAME: *const std::os::raw::c_char = c"".as_ptr();
+
+/// Emits the kernel function of `prog` into `module`.
+pub(crate) fn emit_kernel(
+    ctx: &Context,
+    module: &Module<'_>,
+    builder: &IrBuilder<'_>,
+    prog: &Program,
+    target: &Target,
+) -> Result<(), LlvmError> {
+    let types = Types::new(ctx.raw());
+    let mut param_tys: Vec<LLVMTypeRef> = prog
+        .params
+        .iter()
+        .map(|p| match p {
+            Param::Tensor(_) => types.ptr,
+            Param::Scalar { reg, .. } => types.ty(prog.ty(*reg)),
+        })
+        .collect();
+    let name = cstring("kernel name", &prog.name)?;
+    // SAFETY: the types belong to `ctx`, `name` is NUL-terminated, and the
+    // module is fresh, so `LLVMAddFunction` creates a new function.
+    let func = unsafe {
+        let fn_ty = LLVMFunctionType(types.void, param_tys.as_mut_ptr(), param_tys.len() as c_uint, 0);
+        let func = LLVMAddFunction(module.raw(), name.as_ptr(), fn_ty);
+        LLVMSetLinkage(func, LLVMLinkage::LLVMExternalLinkage);
+        func
+    };
+    let mut em = Emitter {
+        prog,
+        target,
+        ctx: ctx.raw(),
+        module: module.raw(),
+        b: builder.raw(),
+        t: types,
+        func,
+        regs: Vec::with_capacity(prog.regs.len()),
+        bufs: vec![ptr::null_mut(); prog.buffers.len()],
+    };
+    em.add_attributes()?;
+    em.prologue()?;
+    em.stmts(&prog.body)?;
+    // SAFETY: the builder is positioned at the end of the last open block.
+    unsafe { LLVMBuildRetVoid(em.b) };
+    Ok(())
+}
+
+/// State of the emission of one kernel function.
+pub(crate) struct Emitter<'a> {
+    pub(crate) prog: &'a Program,
+    pub(crate) target: &'a Target,
+    pub(crate) ctx: LLVMContextRef,
+    pub(crate) module: LLVMModuleRef,
+    pub(crate) b: LLVMBuilderRef,
+    pub(crate) t: Types,
+    func: LLVMValueRef,
+    /// One alloca per register.
+    regs: Vec<LLVMValueRef>,
+    /// Base pointer of each buffer (parameter or entry-block alloca).
+    bufs: Vec<LLVMValueRef>,
+}
+
+impl Emitter<'_> {
+    fn enum_attr(&self, name: &str, value: u64) -> Result<LLVMAttributeRef, LlvmError> {
+        // SAFETY: `name` points to `name.len()` valid bytes; the context is alive.
+        unsafe {
+            let kind = LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len());
+            if kind == 0 {
+                return Err(LlvmError::Internal(format!("unknown LLVM attribute `{name}`")));
+            }
+            Ok(LLVMCreateEnumAttribute(self.ctx, kind, value))
+        }
+    }
+
+    fn string_attr(&self, key: &str, value: &str) -> LLVMAttributeRef {
+        // SAFETY: both strings are passed with their lengths; the context is alive.
+        unsafe {
+            LLVMCreateStringAttribute(
+                self.ctx,
+                key.as_ptr().cast(),
+                key.len() as c_uint,
+                value.as_ptr().cast(),
+                value.len() as c_uint,
+            )
+        }
+    }
+
+    /// Function attributes (`target-cpu`, `target-features`, `nounwind`,
+    /// `vscale_range` on scalable targets) and parameter attributes.
+    fn add_attributes(&self) -> Result<(), LlvmError> {
+        let mut fn_attrs = vec![self.enum_attr("nounwind", 0)?];
+        if !self.target.cpu.is_empty() {
+            fn_attrs.push(self.string_attr("target-cpu", &self.target.cpu));
+        }
+        if !self.target.features.is_empty() {
+            fn_attrs.push(self.string_attr("target-features", &self.target.features));
+        }
+        let caps = &self.target.caps;
+        if caps.scalable {
+            let (min, max) = match (caps.vscale_values.first(), caps.vscale_values.last()) {
+                (Some(&a), Some(&b)) => (a, b),
+                _ => return Err(LlvmError::Internal(format!("target `{}` has no vscale values", self.target.name))),
+            };
+            // `vscale_range(min,max)` packs both bounds into one integer.
+            fn_attrs.push(self.enum_attr("vscale_range", (u64::from(min) << 32) | u64::from(max))?);
+        }
+        let mut param_attrs = Vec::new();
+        for (i, p) in self.prog.params.iter().enumerate() {
+            if let Param::Tensor(buf) = p {
+                let idx = i as c_uint + 1;
+                param_attrs.push((idx, self.enum_attr("noalias", 0)?));
+                param_attrs.push((idx, self.enum_attr("nocapture", 0)?));
+                if self.prog.buffer(*buf).read_only {
+                    param_attrs.push((idx, self.enum_attr("readonly", 0)?));
+                }
+            }
+        }
+        // SAFETY: the function is alive and the attributes belong to its context.
+        unsafe {
+            for a in fn_attrs {
+                LLVMAddAttributeAtIndex(self.func, LLVMAttributeFunctionIndex, a);
+            }
+            for (idx, a) in param_attrs {
+                LLVMAddAttributeAtIndex(self.func, idx, a);
+            }
+        }
+        Ok(())
+    }
+
+    /// The entry block: register allocas, parameter values, local buffers.
+    fn prologue(&mut self) -> Result<(), LlvmError> {
+        let entry = self.append_block("entry");
+        self.position_at_end(entry);
+        for (i, ty) in self.prog.regs.iter().enumerate() {
+            let name = CString::new(format!("r{i}")).unwrap_or_default();
+            // SAFETY: the builder is positioned in the entry block.
+            let slot = unsafe { LLVMBuildAlloca(self.b, self.t.ty(*ty), name.as_ptr()) };
+            self.regs.push(slot);
+        }
+        for (i, p) in self.prog.params.iter().enumerate() {
+            // SAFETY: `i` is below the function's parameter count.
+            let value = unsafe { LLVMGetParam(self.func, i as c_uint) };
+            match p {
+                Param::Tensor(buf) => {
+                    let name = &self.prog.buffer(*buf).name;
+                    // SAFETY: the name is passed with its length.
+                    unsafe { LLVMSetValueName2(value, name.as_ptr().cast(), name.len()) };
+                    self.bufs[buf.0 as usize] = value;
+                }
+                Param::Scalar { name, reg } => {
+                    // SAFETY: the name is passed with its length.
+                    unsafe { LLVMSetValueName2(value, name.as_ptr().cast(), name.len()) };
+                    self.store_reg(*reg, value);
+                }
+            }
+        }
+        for (i, buf) in self.prog.buffers.iter().enumerate() {
+            let BufKind::Local { len } = &buf.kind else { continue };
+            let count = self.vscale_polynomial(len)?;
+            let name = CString::new(buf.name.clone()).unwrap_or_default();
+            // SAFETY: the builder is in the entry block; `count` is an i64.
+            unsafe {
+                let slot = LLVMBuildArrayAlloca(self.b, self.t.elem(Elem::Data(buf.dtype)), count, name.as_ptr());
+                LLVMSetAlignment(slot, 64);
+                self.bufs[i] = slot;
+            }
+        }
+        Ok(())
+    }
+
+    /// `max(0, sum(coeffs[p] * vscale^p))` as an i64 value.
+    fn vscale_polynomial(&mut self, coeffs: &[i64]) -> Result<LLVMValueRef, LlvmError> {
+        let vscale = self.vscale()?;
+        let mut total = self.t.i64_const(0);
+        let mut power = self.t.i64_const(1);
+        for (p, &c) in coeffs.iter().enumerate() {
+            if p > 0 {
+                power = self.mul(power, vscale);
+            }
+            if c != 0 {
+                let term = self.mul(power, self.t.i64_const(c));
+                // SAFETY: both operands are i64 values of this function.
+                total = unsafe { LLVMBuildAdd(self.b, total, term, NONAME) };
+            }
+        }
+        if coeffs.iter().any(|&c| c < 0) {
+            total = self.intrinsic("llvm.smax", &[self.t.i64], &[total, self.t.i64_const(0)])?;
+        }
+        Ok(total)
+    }
+
+    fn mul(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
+        // SAFETY: both operands are integers of one type in this function.
+        unsafe { LLVMBuildMul(self.b, a, b, NONAME) }
+    }
+
+    /// Appends a basic block to the kernel function.
+    pub(crate) fn append_block(&self, name: &str) -> LLVMBasicBlockRef {
+        let name = CString::new(name).unwrap_or_default();
+        // SAFETY: the function and context are alive.
+        unsafe { LLVMAppendBasicBlockInContext(self.ctx, self.func, name.as_ptr()) }
+    }
+
+    fn position_at_end(&self, bb: LLVMBasicBlockRef) {
+        // SAFETY: `bb` is a block of the kernel function.
+        unsafe { LLVMPositionBuilderAtEnd(self.b, bb) }
+    }
+
+    fn current_block(&self) -> LLVMBasicBlockRef {
+        // SAFETY: the builder is alive.
+        unsafe { LLVMGetInsertBlock(self.b) }
+    }
+
+    fn br(&self, dest: LLVMBasicBlockRef) -> LLVMValueRef {
+        // SAFETY: `dest` is a block of the kernel function.
+        unsafe { LLVMBuildBr(self.b, dest) }
+    }
+
+    /// The LLVM type of register `r`.
+    pub(crate) fn reg_llvm_ty(&self, r: Reg) -> LLVMTypeRef {
+        self.t.ty(self.prog.ty(r))
+    }
+
+    /// Reads register `r`.
+    pub(crate) fn load_reg(&self, r: Reg) -> LLVMValueRef {
+        // SAFETY: `regs[r]` is an alloca of exactly this type.
+        unsafe { LLVMBuildLoad2(self.b, self.reg_llvm_ty(r), self.regs[r.0 as usize], NONAME) }
+    }
+
+    /// Writes register `r`.
+    pub(crate) fn store_reg(&self, r: Reg, v: LLVMValueRef) {
+        // SAFETY: `v` has the register's type (checked by vprog::verify).
+        unsafe { LLVMBuildStore(self.b, v, self.regs[r.0 as usize]) };
+    }
+
+    /// The element type of buffer `buf`.
+    pub(crate) fn buf_elem(&self, buf: BufId) -> Elem {
+        Elem::Data(self.prog.buffer(buf).dtype)
+    }
+
+    /// A pointer to element `index` (an i64 value) of `buf`.
+    pub(crate) fn elem_ptr(&self, buf: BufId, index: LLVMValueRef, inbounds: bool) -> LLVMValueRef {
+        let elem = self.t.elem(self.buf_elem(buf));
+        let mut idx = [index];
+        // SAFETY: the base is a pointer; the index is an integer (or a vector
+        // of integers, giving a vector of pointers).
+        unsafe {
+            if inbounds {
+                LLVMBuildInBoundsGEP2(self.b, elem, self.bufs[buf.0 as usize], idx.as_mut_ptr(), 1, NONAME)
+            } else {
+                LLVMBuildGEP2(self.b, elem, self.bufs[buf.0 as usize], idx.as_mut_ptr(), 1, NONAME)
+            }
+        }
+    }
+
+    /// Emits a statement list.
+    pub(crate) fn stmts(&mut self, body: &[Stmt]) -> Result<(), LlvmError> {
+        for s in body {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), LlvmError> {
+        match s {
+            Stmt::Assign { dst, op } => {
+                let v = self.op(op, self.prog.ty(*dst))?;
+                self.store_reg(*dst, v);
+            }
+            Stmt::Store { buf, index, value } => {
+                let p = self.elem_ptr(*buf, self.load_reg(*index), true);
+                let v = self.load_reg(*value);
+                self.store(v, p, elem_align(self.buf_elem(*buf)));
+            }
+            Stmt::VStore { buf, base, value, mask } => self.vstore(*buf, *base, *value, *mask)?,
+            Stmt::Scatter { buf, indices, value, mask } => self.scatter(*buf, *indices, *value, *mask)?,
+            Stmt::Loop { var, start, end, body, hint } => self.emit_loop(*var, *start, *end, body, *hint)?,
+            Stmt::If { cond, then_body, else_body } => self.emit_if(*cond, then_body, else_body)?,
+        }
+        Ok(())
+    }
+
+    /// A store with the given alignment.
+    pub(crate) fn store(&self, v: LLVMValueRef, p: LLVMValueRef, align: u32) {
+        // SAFETY: `p` is a pointer and `v` a first-class value.
+        unsafe {
+            let st = LLVMBuildStore(self.b, v, p);
+            LLVMSetAlignment(st, align);
+        }
+    }
+
+    /// `for var in start..end { body }`: the bounds are read once; the body
+    /// does not run when `start >= end`.
+    fn emit_loop(&mut self, var: Reg, start: Reg, end: Reg, body: &[Stmt], hint: LoopHint) -> Result<(), LlvmError> {
+        let first = self.load_reg(start);
+        let last = self.load_reg(end);
+        let preheader = self.current_block();
+        let header = self.append_block("loop.header");
+        let body_bb = self.append_block("loop.body");
+        self.br(header);
+        self.position_at_end(header);
+        // SAFETY: the builder is at the start of `header`; the phi's incoming
+        // values are added below, once the latch exists.
+        let iv = unsafe { LLVMBuildPhi(self.b, self.t.i64, c"iv".as_ptr()) };
+        // SAFETY: both operands are i64.
+        let in_range = unsafe { LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntSLT, iv, last, NONAME) };
+        let exit_placeholder = self.append_block("loop.exit");
+        // SAFETY: blocks of the kernel function.
+        unsafe { LLVMBuildCondBr(self.b, in_range, body_bb, exit_placeholder) };
+        self.position_at_end(body_bb);
+        self.store_reg(var, iv);
+        self.stmts(body)?;
+        let latch = self.append_block("loop.latch");
+        self.br(latch);
+        self.position_at_end(latch);
+        // `iv < end <= i64::MAX`, so `iv + 1` cannot overflow.
+        // SAFETY: i64 operands.
+        let next = unsafe { LLVMBuildNSWAdd(self.b, iv, self.t.i64_const(1), c"iv.next".as_ptr()) };
+        let backedge = self.br(header);
+        if let Some(md) = self.loop_metadata(hint) {
+            // SAFETY: `md` is a metadata value of this context.
+            unsafe {
+                let kind = LLVMGetMDKindIDInContext(self.ctx, c"llvm.loop".as_ptr(), "llvm.loop".len() as c_uint);
+                LLVMSetMetadata(backedge, kind, md);
+            }
+        }
+        let mut values = [first, next];
+        let mut blocks = [preheader, latch];
+        // SAFETY: two incoming (value, block) pairs for the phi.
+        unsafe { LLVMAddIncoming(iv, values.as_mut_ptr(), blocks.as_mut_ptr(), 2) };
+        // Keep block order readable: move the exit block after the latch.
+        // SAFETY: both blocks belong to the kernel function.
+        unsafe { LLVMMoveBasicBlockAfter(exit_placeholder, self.current_block()) };
+        self.position_at_end(exit_placeholder);
+        Ok(())
+    }
+
+    /// The `llvm.loop` metadata for a hint, if any. `Unroll(n)` becomes
+    /// `llvm.loop.unroll.count n` (`llvm.loop.unroll.disable` for 1).
+    /// `Parallel` is emitted as a plain serial loop: there is no thread
+    /// runtime yet.
+    fn loop_metadata(&self, hint: LoopHint) -> Option<LLVMValueRef> {
+        let property = match hint {
+            LoopHint::Unroll(0) | LoopHint::None | LoopHint::Parallel => return None,
+            LoopHint::Unroll(1) => vec![self.md_string("llvm.loop.unroll.disable")],
+            LoopHint::Unroll(n) => {
+                let count = self.t.i32_const(n.min(i32::MAX as u32) as i32);
+                // SAFETY: `count` is a constant.
+                vec![self.md_string("llvm.loop.unroll.count"), unsafe { LLVMValueAsMetadata(count) }]
+            }
+        };
+        // SAFETY: the loop id is built as a uniqued node whose first operand
+        // is a temporary; replacing the temporary by the node itself makes it
+        // the self-referential distinct node LLVM expects (and frees the
+        // temporary).
+        unsafe {
+            let mut property = property;
+            let prop = LLVMMDNodeInContext2(self.ctx, property.as_mut_ptr(), property.len());
+            let temp = temporary_md_node(self.ctx);
+            let mut ops = [temp, prop];
+            let id = LLVMMDNodeInContext2(self.ctx, ops.as_mut_ptr(), ops.len());
+            llvm_sys::debuginfo::LLVMMetadataReplaceAllUsesWith(temp, id);
+            Some(LLVMMetadataAsValue(self.ctx, id))
+        }
+    }
+
+    fn md_string(&self, s: &str) -> LLVMMetadataRef {
+        // SAFETY: the string is passed with its length.
+        unsafe { LLVMMDStringInContext2(self.ctx, s.as_ptr().cast(), s.len()) }
+    }
+
+    /// `if cond { then_body } else { else_body }`.
+    fn emit_if(&mut self, cond: Reg, then_body: &[Stmt], else_body: &[Stmt]) -> Result<(), LlvmError> {
+        let c = self.load_reg(cond);
+        let then_bb = self.append_block("if.then");
+        let else_bb = self.append_block("if.else");
+        // SAFETY: `c` is an i1; the blocks belong to the kernel function.
+        unsafe { LLVMBuildCondBr(self.b, c, then_bb, else_bb) };
+        self.position_at_end(then_bb);
+        self.stmts(then_body)?;
+        let then_end = self.current_block();
+        // SAFETY: `else_bb` belongs to the kernel function.
+        unsafe { LLVMMoveBasicBlockAfter(else_bb, then_end) };
+        self.position_at_end(else_bb);
+        self.stmts(else_body)?;
+        let merge = self.append_block("if.end");
+        self.br(merge);
+        self.position_at_end(then_end);
+        self.br(merge);
+        self.position_at_end(merge);
+        Ok(())
+    }
+}
+
+/// A temporary metadata node with no operands.
+///
+/// # Safety
+/// `ctx` must be a live context; the node must be replaced with
+/// `LLVMMetadataReplaceAllUsesWith` (which frees it).
+unsafe fn temporary_md_node(ctx: LLVMContextRef) -> LLVMMetadataRef {
+    llvm_sys::debuginfo::LLVMTemporaryMDNode(ctx, ptr::null_mut(), 0)
+}

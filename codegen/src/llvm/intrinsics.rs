@@ -1,0 +1,171 @@
+//! Calls to LLVM 19 intrinsics (vscale, step vectors, lane masks, masked memory, reductions, math).
+//!
+//! Intrinsics are looked up by their base name (`llvm.masked.load`) and
+//! declared for the overload types given, which yields the mangled name
+//! (`llvm.masked.load.nxv4f32.p0`). Names are those of LLVM 19; for example
+//! the step vector is still `llvm.experimental.stepvector`.
+
+use super::emit::{Emitter, NONAME};
+use super::LlvmError;
+use llvm_sys::core::*;
+use llvm_sys::prelude::*;
+use std::os::raw::c_uint;
+
+/// The step-vector intrinsic of LLVM 19 (renamed `llvm.stepvector` in LLVM 20).
+pub(crate) const STEPVECTOR: &str = "llvm.experimental.stepvector";
+
+impl Emitter<'_> {
+    /// Calls intrinsic `name` declared for `overloads`, with `args`.
+    pub(crate) fn intrinsic(
+        &self,
+        name: &str,
+        overloads: &[LLVMTypeRef],
+        args: &[LLVMValueRef],
+    ) -> Result<LLVMValueRef, LlvmError> {
+        let mut overloads = overloads.to_vec();
+        let mut args = args.to_vec();
+        // SAFETY: the name is passed with its length; the overload types and
+        // arguments belong to this context and match the intrinsic signature
+        // (each caller below passes the documented operand list).
+        unsafe {
+            let id = LLVMLookupIntrinsicID(name.as_ptr().cast(), name.len());
+            if id == 0 {
+                return Err(LlvmError::Internal(format!("LLVM has no intrinsic `{name}`")));
+            }
+            let decl = LLVMGetIntrinsicDeclaration(self.module, id, overloads.as_mut_ptr(), overloads.len());
+            let fn_ty = LLVMIntrinsicGetType(self.ctx, id, overloads.as_mut_ptr(), overloads.len());
+            Ok(LLVMBuildCall2(self.b, fn_ty, decl, args.as_mut_ptr(), args.len() as c_uint, NONAME))
+        }
+    }
+
+    /// The runtime vscale as an i64: `llvm.vscale.i64` on scalable targets,
+    /// the constant vscale of a fixed-length target otherwise.
+    pub(crate) fn vscale(&self) -> Result<LLVMValueRef, LlvmError> {
+        let caps = &self.target.caps;
+        if !caps.scalable {
+            let v = caps.vscale_values.first().copied().unwrap_or(1);
+            return Ok(self.t.i64_const(i64::from(v)));
+        }
+        self.intrinsic("llvm.vscale", &[self.t.i64], &[])
+    }
+
+    /// `llvm.experimental.stepvector` of an integer vector type.
+    pub(crate) fn step_vector(&self, vec_ty: LLVMTypeRef) -> Result<LLVMValueRef, LlvmError> {
+        self.intrinsic(STEPVECTOR, &[vec_ty], &[])
+    }
+
+    /// `llvm.get.active.lane.mask(base, bound)`: lane `i` is `base + i < bound`, unsigned.
+    pub(crate) fn active_lane_mask(
+        &self,
+        mask_ty: LLVMTypeRef,
+        base: LLVMValueRef,
+        bound: LLVMValueRef,
+    ) -> Result<LLVMValueRef, LlvmError> {
+        self.intrinsic("llvm.get.active.lane.mask", &[mask_ty, self.t.i64], &[base, bound])
+    }
+
+    /// `llvm.masked.load(ptr, align, mask, zeroinitializer)`.
+    pub(crate) fn masked_load(
+        &self,
+        vec_ty: LLVMTypeRef,
+        ptr: LLVMValueRef,
+        align: u32,
+        mask: LLVMValueRef,
+    ) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `vec_ty` is a vector type of this context.
+        let zero = unsafe { LLVMConstNull(vec_ty) };
+        self.intrinsic("llvm.masked.load", &[vec_ty, self.t.ptr], &[ptr, self.t.i32_const(align as i32), mask, zero])
+    }
+
+    /// `llvm.masked.store(value, ptr, align, mask)`.
+    pub(crate) fn masked_store(
+        &self,
+        value: LLVMValueRef,
+        ptr: LLVMValueRef,
+        align: u32,
+        mask: LLVMValueRef,
+    ) -> Result<(), LlvmError> {
+        // SAFETY: `value` is a live value.
+        let vec_ty = unsafe { LLVMTypeOf(value) };
+        self.intrinsic("llvm.masked.store", &[vec_ty, self.t.ptr], &[value, ptr, self.t.i32_const(align as i32), mask])?;
+        Ok(())
+    }
+
+    /// `llvm.masked.gather(ptrs, align, mask, zeroinitializer)`.
+    pub(crate) fn masked_gather(
+        &self,
+        vec_ty: LLVMTypeRef,
+        ptrs: LLVMValueRef,
+        align: u32,
+        mask: LLVMValueRef,
+    ) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `vec_ty` is a vector type and `ptrs` a live value.
+        let (zero, ptrs_ty) = unsafe { (LLVMConstNull(vec_ty), LLVMTypeOf(ptrs)) };
+        self.intrinsic("llvm.masked.gather", &[vec_ty, ptrs_ty], &[ptrs, self.t.i32_const(align as i32), mask, zero])
+    }
+
+    /// `llvm.masked.scatter(value, ptrs, align, mask)`; overlapping lanes are
+    /// written from the lowest lane to the highest.
+    pub(crate) fn masked_scatter(
+        &self,
+        value: LLVMValueRef,
+        ptrs: LLVMValueRef,
+        align: u32,
+        mask: LLVMValueRef,
+    ) -> Result<(), LlvmError> {
+        // SAFETY: both are live values.
+        let (vec_ty, ptrs_ty) = unsafe { (LLVMTypeOf(value), LLVMTypeOf(ptrs)) };
+        self.intrinsic(
+            "llvm.masked.scatter",
+            &[vec_ty, ptrs_ty],
+            &[value, ptrs, self.t.i32_const(align as i32), mask],
+        )?;
+        Ok(())
+    }
+
+    /// A one-operand intrinsic overloaded on its operand type (`llvm.sqrt`,
+    /// `llvm.floor`, `llvm.vector.reduce.fmax`, ...).
+    pub(crate) fn unary_intrinsic(&self, name: &str, v: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `v` is a live value.
+        let ty = unsafe { LLVMTypeOf(v) };
+        self.intrinsic(name, &[ty], &[v])
+    }
+
+    /// A two-operand intrinsic overloaded on the operand type (`llvm.minnum`, `llvm.smax`, ...).
+    pub(crate) fn binary_intrinsic(
+        &self,
+        name: &str,
+        a: LLVMValueRef,
+        b: LLVMValueRef,
+    ) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `a` is a live value.
+        let ty = unsafe { LLVMTypeOf(a) };
+        self.intrinsic(name, &[ty], &[a, b])
+    }
+
+    /// `llvm.fma(a, b, c)`.
+    pub(crate) fn fma(&self, a: LLVMValueRef, b: LLVMValueRef, c: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `a` is a live value.
+        let ty = unsafe { LLVMTypeOf(a) };
+        self.intrinsic("llvm.fma", &[ty], &[a, b, c])
+    }
+
+    /// `llvm.abs(v, false)`: integer absolute value, wrapping on the minimum.
+    pub(crate) fn int_abs(&self, v: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `v` is a live value; i1 false is a constant.
+        let (ty, no_poison) = unsafe { (LLVMTypeOf(v), LLVMConstInt(self.t.i1, 0, 0)) };
+        self.intrinsic("llvm.abs", &[ty], &[v, no_poison])
+    }
+
+    /// `llvm.vector.reduce.fadd(-0.0, v)` with the `reassoc` flag: a sum in
+    /// any association order.
+    pub(crate) fn reduce_fadd(&self, v: LLVMValueRef, elem_ty: LLVMTypeRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `elem_ty` is a floating-point type; `v` a live vector.
+        unsafe {
+            let start = LLVMConstReal(elem_ty, -0.0);
+            let call = self.intrinsic("llvm.vector.reduce.fadd", &[LLVMTypeOf(v)], &[start, v])?;
+            LLVMSetFastMathFlags(call, llvm_sys::LLVMFastMathAllowReassoc);
+            Ok(call)
+        }
+    }
+}
