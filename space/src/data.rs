@@ -115,3 +115,51 @@ impl TensorData {
         })
     }
 }
+
+/// Deterministic contents for every kernel argument of `w`, in
+/// [`crate::workload::Workload::arg_tensors`] order.
+///
+/// Inputs get values from a ChaCha stream seeded by `seed` and the tensor
+/// name: floats uniform in [-1, 1) (rounded to the dtype), index tensors
+/// uniform in their declared range, other integers small signed values.
+/// Outputs are filled with a poison value (NaN, or `i32::MIN + 7`) so that
+/// an element the kernel forgets to write cannot match the reference.
+pub fn make_args(w: &crate::workload::Workload, seed: u64) -> Vec<TensorData> {
+    use crate::workload::Role;
+    use rand::{Rng, SeedableRng};
+    w.arg_tensors()
+        .into_iter()
+        .map(|id| {
+            let t = w.tensor(id);
+            let n = t.len();
+            if t.role != Role::Input {
+                return match t.dtype {
+                    DType::I8 | DType::I32 => TensorData::filled(t.dtype, n, f64::from(i32::MIN + 7)),
+                    d => TensorData::filled(d, n, f64::NAN),
+                };
+            }
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ fnv1a(&t.name));
+            let mut data = TensorData::zeros(t.dtype, n);
+            for i in 0..n {
+                let v = match (t.dtype, t.range) {
+                    (DType::I8 | DType::I32, Some((lo, hi))) => rng.gen_range(lo..hi) as f64,
+                    (DType::I8, None) => f64::from(rng.gen_range(-128i32..128)),
+                    (DType::I32, None) => f64::from(rng.gen_range(-100i32..100)),
+                    _ => rng.gen_range(-1.0f64..1.0),
+                };
+                data.set(i, v);
+            }
+            data
+        })
+        .collect()
+}
+
+/// 64-bit FNV-1a hash (stable across runs and platforms).
+pub fn fnv1a(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}

@@ -6,6 +6,7 @@ pub mod data;
 pub mod dtype;
 pub mod expr;
 pub mod ids;
+pub mod reference;
 pub mod text;
 pub mod workload;
 
