@@ -6,8 +6,11 @@ pub mod data;
 pub mod dtype;
 pub mod expr;
 pub mod ids;
+pub mod ir;
 pub mod reference;
+pub mod schedule;
 pub mod text;
+pub mod trace;
 pub mod workload;
 
 pub use caps::VectorCaps;

@@ -281,7 +281,8 @@ impl Comparison {
 
 /// Compares a kernel's output tensor with the reference.
 pub fn compare(name: &str, got: &TensorData, reference: &RefTensor) -> Comparison {
-    let mut c = Comparison { tensor: name.to_string(), max_abs_err: 0.0, max_ratio: 0.0, first_mismatch: None, mismatches: 0 };
+    let mut c =
+        Comparison { tensor: name.to_string(), max_abs_err: 0.0, max_ratio: 0.0, first_mismatch: None, mismatches: 0 };
     for i in 0..got.len().min(reference.values.len()) {
         let (g, r) = (got.get(i), reference.values[i]);
         let bound = 2.0 * reference.errors[i] + 1e-300;

@@ -17,7 +17,7 @@ mod tests;
 pub use bounds::{bounds, eval, EvalError, RangeCtx};
 pub use parse::{parse_expr, NameResolver};
 pub use print::ExprDisplay;
-pub use simplify::{linear_in, prove_lt, prove_le, simplify, Linear};
+pub use simplify::{linear_in, prove_le, prove_lt, simplify, Linear};
 
 use crate::ids::{TensorId, VarId};
 use serde::{Deserialize, Serialize};

@@ -110,7 +110,6 @@ impl Poly {
         }
     }
 
-
     /// Splits `self = (c*m) * q + r` where `q` collects every term divisible
     /// by `c*m` and `r` the rest.
     pub fn split_divisible(&self, m: &Mono, c: i64) -> (Poly, Poly) {

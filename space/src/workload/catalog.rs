@@ -53,7 +53,8 @@ impl WorkloadRef {
         for part in rest.map(|r| r.split(',').collect::<Vec<_>>()).unwrap_or_default() {
             let (k, v) = part.split_once('=').ok_or_else(|| bad(format!("`{part}` is not P=V")))?;
             let k = k.trim();
-            let v: i64 = v.trim().parse().map_err(|_| bad(format!("value of `{k}` is not an integer: `{}`", v.trim())))?;
+            let v: i64 =
+                v.trim().parse().map_err(|_| bad(format!("value of `{k}` is not an integer: `{}`", v.trim())))?;
             if k.is_empty() {
                 return Err(bad("empty parameter name".into()));
             }

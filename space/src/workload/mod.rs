@@ -9,15 +9,16 @@
 mod catalog;
 mod error;
 mod print;
-mod resolve;
+pub(crate) mod resolve;
 mod spec;
-mod stmt;
+pub(crate) mod stmt;
 
 #[cfg(test)]
 mod tests;
 
 pub use catalog::{load, shipped_names, WorkloadRef};
 pub use error::WorkloadError;
+pub use print::{access_text, value_text, Names};
 pub use spec::WorkloadSpec;
 
 use crate::expr::Expr;

@@ -3,42 +3,51 @@
 use super::*;
 use std::fmt::Write;
 
-impl Workload {
-    /// Renders an access with axis names from `axes`.
-    pub fn access_text(&self, a: &Access, var: &dyn Fn(VarIdT) -> String) -> String {
-        let tname = |t: TensorId| self.tensor(t).name.clone();
-        let idx: Vec<String> = a.indices.iter().map(|e| e.display(var, &tname).to_string()).collect();
-        format!("{}[{}]", self.tensor(a.tensor).name, idx.join(", "))
-    }
+/// Names used when printing expressions and values.
+pub struct Names<'a> {
+    /// Variable names.
+    pub var: &'a dyn Fn(VarIdT) -> String,
+    /// Tensor names.
+    pub tensor: &'a dyn Fn(TensorId) -> String,
+    /// Scalar argument names.
+    pub scalar: &'a dyn Fn(usize) -> String,
+}
 
-    /// Renders a value expression.
-    pub fn value_text(&self, v: &Value, var: &dyn Fn(VarIdT) -> String) -> String {
-        match v {
-            Value::Const(c, d) => {
-                if d.is_float() {
-                    format!("{c:?}")
-                } else {
-                    format!("{}", *c as i64)
-                }
+/// Renders an access `T[e0, e1]`.
+pub fn access_text(a: &Access, n: &Names) -> String {
+    let idx: Vec<String> = a.indices.iter().map(|e| e.display(n.var, n.tensor).to_string()).collect();
+    format!("{}[{}]", (n.tensor)(a.tensor), idx.join(", "))
+}
+
+/// Renders a value expression in the statement syntax (parenthesized binary operations).
+pub fn value_text(v: &Value, n: &Names) -> String {
+    match v {
+        Value::Const(c, d) => {
+            if d.is_float() {
+                format!("{c:?}")
+            } else {
+                format!("{}", *c as i64)
             }
-            Value::Scalar(i, _) => self.scalars[*i].name.clone(),
-            Value::Read(a, _) => self.access_text(a, var),
-            Value::Bin(op, a, b) => {
-                let (a, b) = (self.value_text(a, var), self.value_text(b, var));
-                match op {
-                    BinOp::Add => format!("({a} + {b})"),
-                    BinOp::Sub => format!("({a} - {b})"),
-                    BinOp::Mul => format!("({a} * {b})"),
-                    BinOp::Div => format!("({a} / {b})"),
-                    BinOp::Max => format!("max({a}, {b})"),
-                    BinOp::Min => format!("min({a}, {b})"),
-                }
-            }
-            Value::Un(u, a) => format!("{}({})", u.name(), self.value_text(a, var)),
-            Value::Cast(d, a) => format!("{d}({})", self.value_text(a, var)),
         }
+        Value::Scalar(i, _) => (n.scalar)(*i),
+        Value::Read(a, _) => access_text(a, n),
+        Value::Bin(op, a, b) => {
+            let (a, b) = (value_text(a, n), value_text(b, n));
+            match op {
+                BinOp::Add => format!("({a} + {b})"),
+                BinOp::Sub => format!("({a} - {b})"),
+                BinOp::Mul => format!("({a} * {b})"),
+                BinOp::Div => format!("({a} / {b})"),
+                BinOp::Max => format!("max({a}, {b})"),
+                BinOp::Min => format!("min({a}, {b})"),
+            }
+        }
+        Value::Un(u, a) => format!("{}({})", u.name(), value_text(a, n)),
+        Value::Cast(d, a) => format!("{d}({})", value_text(a, n)),
     }
+}
 
+impl Workload {
     /// A multi-line human description (for `scaletune workloads NAME`).
     pub fn summary(&self) -> String {
         let mut s = String::new();
@@ -60,7 +69,9 @@ impl Workload {
             let axes: Vec<String> = st
                 .axes
                 .iter()
-                .map(|a| format!("{}:{}{}", a.name, a.extent, if a.kind == AxisKind::Reduce { " (reduce)" } else { "" }))
+                .map(|a| {
+                    format!("{}:{}{}", a.name, a.extent, if a.kind == AxisKind::Reduce { " (reduce)" } else { "" })
+                })
                 .collect();
             let _ = writeln!(s, "  block {}: {}    axes {}", st.name, st.text, axes.join(", "));
         }

@@ -69,7 +69,11 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
                 let known: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
                 return Err(WorkloadError::BadReference {
                     reference: format!("{}:{k}={v}", spec.name),
-                    message: format!("workload `{}` has no parameter `{k}` (parameters: {})", spec.name, known.join(", ")),
+                    message: format!(
+                        "workload `{}` has no parameter `{k}` (parameters: {})",
+                        spec.name,
+                        known.join(", ")
+                    ),
                 });
             }
         }
@@ -86,7 +90,10 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
     for (name, t) in &raw.tensors {
         let t_ref = t.get_ref();
         let dtype = DType::parse(t_ref.dtype.get_ref()).ok_or_else(|| {
-            spec.at(t_ref.dtype.span().start, format!("unknown dtype `{}` (f16, f32, f64, i8, i32)", t_ref.dtype.get_ref()))
+            spec.at(
+                t_ref.dtype.span().start,
+                format!("unknown dtype `{}` (f16, f32, f64, i8, i32)", t_ref.dtype.get_ref()),
+            )
         })?;
         let mut shape = Vec::new();
         for item in &t_ref.shape {
@@ -97,7 +104,8 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
             shape.push(n);
         }
         if shape.is_empty() {
-            return Err(spec.at(t.span().start, format!("tensor `{name}` needs a non-empty shape (use [1] for a single value)")));
+            return Err(spec
+                .at(t.span().start, format!("tensor `{name}` needs a non-empty shape (use [1] for a single value)")));
         }
         let role = match t_ref.role.as_ref().map(|r| (r.get_ref().as_str(), r.span().start)) {
             None | Some(("input", _)) => Role::Input,
@@ -111,7 +119,9 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
             None => None,
             Some(r) if r.len() == 2 => {
                 if dtype.is_float() {
-                    return Err(spec.at(t.span().start, format!("`range` needs an integer tensor, `{name}` is {dtype}")));
+                    return Err(
+                        spec.at(t.span().start, format!("`range` needs an integer tensor, `{name}` is {dtype}"))
+                    );
                 }
                 let lo = spec.size(&r[0], &params, &format!("the range of `{name}`"))?;
                 let hi = spec.size(&r[1], &params, &format!("the range of `{name}`"))?;
@@ -196,7 +206,7 @@ fn statement(
     let tnames: Vec<(String, DType, bool)> =
         tensors.iter().map(|t| (t.name.clone(), t.dtype, t.range.is_some())).collect();
     let snames: Vec<(String, DType)> = scalars.iter().map(|s| (s.name.clone(), s.dtype)).collect();
-    let mut scope = Scope { params, tensors: &tnames, scalars: &snames, axes: Vec::new() };
+    let mut scope = Scope { params, tensors: &tnames, scalars: &snames, axes: Vec::new(), known_vars: None };
     let raw: RawStmt = parse_statement(text, &mut scope).map_err(|e| at(e.offset, e.message))?;
 
     let lhs_t = &tensors[raw.lhs_tensor.index()];
@@ -206,7 +216,12 @@ fn statement(
     if raw.lhs_indices.len() != lhs_t.shape.len() {
         return Err(at(
             raw.lhs_offset,
-            format!("`{}` has {} dimension(s) but {} index(es) are given", lhs_t.name, lhs_t.shape.len(), raw.lhs_indices.len()),
+            format!(
+                "`{}` has {} dimension(s) but {} index(es) are given",
+                lhs_t.name,
+                lhs_t.shape.len(),
+                raw.lhs_indices.len()
+            ),
         ));
     }
     // Spatial axes: plain variables on the left-hand side, each once.
@@ -276,7 +291,12 @@ fn statement(
         match found {
             Some((e, _)) => extents.push(e),
             None => {
-                return Err(at(*off, format!("cannot infer the extent of axis `{name}`: it is never a whole index; declare it in [axes]")));
+                return Err(at(
+                    *off,
+                    format!(
+                        "cannot infer the extent of axis `{name}`: it is never a whole index; declare it in [axes]"
+                    ),
+                ));
             }
         }
     }
@@ -288,17 +308,31 @@ fn statement(
         if acc.indices.len() != t.shape.len() {
             return Err(at(
                 *off,
-                format!("`{}` has {} dimension(s) but {} index(es) are given", t.name, t.shape.len(), acc.indices.len()),
+                format!(
+                    "`{}` has {} dimension(s) but {} index(es) are given",
+                    t.name,
+                    t.shape.len(),
+                    acc.indices.len()
+                ),
             ));
         }
         for (d, idx) in acc.indices.iter().enumerate() {
             match bounds(idx, &ctx, 1) {
                 Some((lo, hi)) if lo >= 0 && hi < t.shape[d] => {}
                 Some((lo, hi)) => {
-                    return Err(at(*off, format!("index {d} of `{}` ranges over {lo}..={hi} but the dimension has {} element(s)", t.name, t.shape[d])));
+                    return Err(at(
+                        *off,
+                        format!(
+                            "index {d} of `{}` ranges over {lo}..={hi} but the dimension has {} element(s)",
+                            t.name, t.shape[d]
+                        ),
+                    ));
                 }
                 None => {
-                    return Err(at(*off, format!("index {d} of `{}` cannot be bounded (indirect indices need a tensor `range`)", t.name)));
+                    return Err(at(
+                        *off,
+                        format!("index {d} of `{}` cannot be bounded (indirect indices need a tensor `range`)", t.name),
+                    ));
                 }
             }
         }
@@ -319,7 +353,11 @@ fn statement(
         }
     }
 
-    let rhs = typecheck(&rhs_raw, lhs_t.dtype, &at, tensors, scalars)?;
+    let types = Dtypes {
+        tensors: tensors.iter().map(|t| t.dtype).collect(),
+        scalars: scalars.iter().map(|s| s.dtype).collect(),
+    };
+    let rhs = typecheck(&rhs_raw, lhs_t.dtype, &at, &types)?;
     let axes = axis_names
         .iter()
         .zip(&extents)
@@ -370,32 +408,40 @@ fn collect_loads(e: &Expr, off: usize, out: &mut Vec<(Access, usize)>) {
 }
 
 /// The natural type of a raw value (`None` for untyped literals).
-fn natural(r: &Raw, tensors: &[Tensor], scalars: &[ScalarParam]) -> Option<DType> {
+/// Element types of tensors and scalars, for typing statements.
+pub(crate) struct Dtypes {
+    pub tensors: Vec<DType>,
+    pub scalars: Vec<DType>,
+}
+
+fn natural(r: &Raw, ty: &Dtypes) -> Option<DType> {
     match r {
         Raw::Num(..) => None,
-        Raw::Scalar(i, _) => Some(scalars[*i].dtype),
-        Raw::Read(t, _, _) => Some(tensors[t.index()].dtype),
-        Raw::Bin(_, a, b, _) => natural(a, tensors, scalars).or_else(|| natural(b, tensors, scalars)),
-        Raw::Un(_, a, _) => natural(a, tensors, scalars),
+        Raw::Scalar(i, _) => Some(ty.scalars[*i]),
+        Raw::Read(t, _, _) => Some(ty.tensors[t.index()]),
+        Raw::Bin(_, a, b, _) => natural(a, ty).or_else(|| natural(b, ty)),
+        Raw::Un(_, a, _) => natural(a, ty),
         Raw::Cast(d, _, _) => Some(*d),
     }
 }
 
-fn typecheck(
+pub(crate) fn typecheck(
     r: &Raw,
     lhs: DType,
     at: &dyn Fn(usize, String) -> WorkloadError,
-    tensors: &[Tensor],
-    scalars: &[ScalarParam],
+    ty: &Dtypes,
 ) -> Result<Value, WorkloadError> {
-    let ty = natural(r, tensors, scalars).unwrap_or(lhs);
-    let v = typed(r, ty, at, tensors, scalars)?;
-    if ty == lhs {
+    let t = natural(r, ty).unwrap_or(lhs);
+    let v = typed(r, t, at, ty)?;
+    if t == lhs {
         Ok(v)
-    } else if ty.widens_to(lhs) {
+    } else if t.widens_to(lhs) {
         Ok(Value::Cast(lhs, Box::new(v)))
     } else {
-        Err(at(r.offset(), format!("the value has type {ty} but the result is {lhs}; convert it explicitly with {lhs}(...)")))
+        Err(at(
+            r.offset(),
+            format!("the value has type {t} but the result is {lhs}; convert it explicitly with {lhs}(...)"),
+        ))
     }
 }
 
@@ -403,13 +449,15 @@ fn typed(
     r: &Raw,
     want: DType,
     at: &dyn Fn(usize, String) -> WorkloadError,
-    tensors: &[Tensor],
-    scalars: &[ScalarParam],
+    ty: &Dtypes,
 ) -> Result<Value, WorkloadError> {
     let arith = |off: usize, what: &str| -> Result<(), WorkloadError> {
         if matches!(want, DType::F16 | DType::I8) {
             let conv = if want == DType::F16 { "f32" } else { "i32" };
-            return Err(at(off, format!("{what} on {want} values is not supported; convert them first with {conv}(...)")));
+            return Err(at(
+                off,
+                format!("{what} on {want} values is not supported; convert them first with {conv}(...)"),
+            ));
         }
         Ok(())
     };
@@ -420,11 +468,11 @@ fn typed(
             }
             Value::Const(*v, want)
         }
-        Raw::Scalar(i, _) => Value::Scalar(*i, scalars[*i].dtype),
-        Raw::Read(t, idx, _) => Value::Read(Access { tensor: *t, indices: idx.clone() }, tensors[t.index()].dtype),
+        Raw::Scalar(i, _) => Value::Scalar(*i, ty.scalars[*i]),
+        Raw::Read(t, idx, _) => Value::Read(Access { tensor: *t, indices: idx.clone() }, ty.tensors[t.index()]),
         Raw::Cast(d, a, _) => {
-            let inner = natural(a, tensors, scalars).unwrap_or(*d);
-            let v = typed(a, inner, at, tensors, scalars)?;
+            let inner = natural(a, ty).unwrap_or(*d);
+            let v = typed(a, inner, at, ty)?;
             if inner == *d {
                 v
             } else {
@@ -436,21 +484,24 @@ fn typed(
                 return Err(at(*o, format!("`{}` needs a floating-point argument, found {want}", u.name())));
             }
             arith(*o, u.name())?;
-            Value::Un(*u, Box::new(typed(a, want, at, tensors, scalars)?))
+            Value::Un(*u, Box::new(typed(a, want, at, ty)?))
         }
         Raw::Bin(op, a, b, o) => {
-            let (ta, tb) = (natural(a, tensors, scalars), natural(b, tensors, scalars));
+            let (ta, tb) = (natural(a, ty), natural(b, ty));
             if let (Some(x), Some(y)) = (ta, tb) {
                 if x != y {
                     let wide = if x.widens_to(y) { y } else { x };
-                    return Err(at(*o, format!("operands have different types {x} and {y}; convert one with {wide}(...)")));
+                    return Err(at(
+                        *o,
+                        format!("operands have different types {x} and {y}; convert one with {wide}(...)"),
+                    ));
                 }
             }
             arith(*o, "arithmetic")?;
             if *op == BinOp::Div && !want.is_float() {
                 return Err(at(*o, format!("division of {want} values is not supported")));
             }
-            Value::Bin(*op, Box::new(typed(a, want, at, tensors, scalars)?), Box::new(typed(b, want, at, tensors, scalars)?))
+            Value::Bin(*op, Box::new(typed(a, want, at, ty)?), Box::new(typed(b, want, at, ty)?))
         }
     })
 }

@@ -44,10 +44,20 @@ pub(crate) struct Scope<'a> {
     pub tensors: &'a [(String, DType, bool)],
     pub scalars: &'a [(String, DType)],
     pub axes: Vec<(String, usize)>,
+    /// When set, names resolve only to these variables (no new axes are created).
+    pub known_vars: Option<&'a [(String, VarId)]>,
 }
 
 impl NameResolver for Scope<'_> {
     fn name(&mut self, name: &str, offset: usize) -> Result<Expr, SyntaxError> {
+        if let Some(known) = self.known_vars {
+            return known
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| Expr::Var(*v))
+                .ok_or_else(|| SyntaxError::new(offset, format!("unknown variable `{name}`")));
+        }
         if let Some((_, v)) = self.params.iter().find(|(n, _)| n == name) {
             return Ok(Expr::Int(*v));
         }
@@ -73,10 +83,9 @@ impl NameResolver for Scope<'_> {
     fn tensor(&mut self, name: &str, offset: usize) -> Result<TensorId, SyntaxError> {
         match self.tensors.iter().position(|(n, _, _)| n == name) {
             Some(i) if self.tensors[i].2 => Ok(TensorId(i as u32)),
-            Some(_) => Err(SyntaxError::new(
-                offset,
-                format!("tensor `{name}` is used as an index but has no integer `range`"),
-            )),
+            Some(_) => {
+                Err(SyntaxError::new(offset, format!("tensor `{name}` is used as an index but has no integer `range`")))
+            }
             None => Err(SyntaxError::new(offset, format!("unknown tensor `{name}`"))),
         }
     }

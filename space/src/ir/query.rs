@@ -1,0 +1,229 @@
+//! Structural queries and whole-nest rewrites.
+
+use super::*;
+use crate::expr::{prove_lt, simplify, RangeCtx};
+
+impl RangeCtx for Nest {
+    fn var_extent(&self, v: VarId) -> Option<Expr> {
+        self.vars.get(v.index()).map(|x| x.extent.clone())
+    }
+    fn tensor_range(&self, t: TensorId) -> Option<(i64, i64)> {
+        self.tensors.get(t.index()).and_then(|t| t.range)
+    }
+    fn vscales(&self) -> &[u32] {
+        &self.caps.vscale_values
+    }
+}
+
+impl Nest {
+    /// Enclosing loops of a node, outermost first.
+    pub fn ancestors(&self, n: Node) -> Vec<LoopId> {
+        let mut out = Vec::new();
+        let mut p = self.parent_of(n);
+        while let Some(l) = p {
+            out.push(l);
+            p = self.loop_(l).parent;
+        }
+        out.reverse();
+        out
+    }
+
+    /// True if `l` encloses node `n` (strictly).
+    pub fn encloses(&self, l: LoopId, n: Node) -> bool {
+        self.ancestors(n).contains(&l)
+    }
+
+    /// Every block inside a node (itself if a block), in execution order.
+    pub fn blocks_in(&self, n: Node) -> Vec<BlockId> {
+        let mut out = Vec::new();
+        self.walk(n, &mut |x| {
+            if let Node::Block(b) = x {
+                out.push(b);
+            }
+        });
+        out
+    }
+
+    /// Every loop inside a node (including itself), in pre-order.
+    pub fn loops_in(&self, n: Node) -> Vec<LoopId> {
+        let mut out = Vec::new();
+        self.walk(n, &mut |x| {
+            if let Node::Loop(l) = x {
+                out.push(l);
+            }
+        });
+        out
+    }
+
+    /// Pre-order walk.
+    pub fn walk(&self, n: Node, f: &mut dyn FnMut(Node)) {
+        f(n);
+        if let Node::Loop(l) = n {
+            for c in &self.loop_(l).body {
+                self.walk(*c, f);
+            }
+        }
+    }
+
+    /// Every live block in execution order.
+    pub fn all_blocks(&self) -> Vec<BlockId> {
+        self.root.iter().flat_map(|n| self.blocks_in(*n)).collect()
+    }
+
+    /// Every live loop in pre-order.
+    pub fn all_loops(&self) -> Vec<LoopId> {
+        self.root.iter().flat_map(|n| self.loops_in(*n)).collect()
+    }
+
+    /// Looks up a live block by name.
+    pub fn find_block(&self, name: &str) -> Option<BlockId> {
+        self.all_blocks().into_iter().find(|b| self.block(*b).name == name)
+    }
+
+    /// The index of a node within its parent's body.
+    pub fn position(&self, n: Node) -> usize {
+        self.siblings(self.parent_of(n)).iter().position(|x| *x == n).expect("node is in its parent's body")
+    }
+
+    /// Substitutes an expression for a variable in every live block.
+    pub fn replace_var(&mut self, v: VarId, with: &Expr) {
+        let f = |x: VarId| (x == v).then(|| with.clone());
+        let mentions = |e: &Expr| e.uses_var(v);
+        for b in self.all_blocks() {
+            let blk = &self.blocks[b.index()];
+            let touches = blk.bindings.iter().any(mentions)
+                || blk.predicates.iter().any(|p| mentions(&p.lhs) || mentions(&p.rhs))
+                || blk.lhs.indices.iter().any(mentions)
+                || blk.rhs.reads().iter().any(|a| a.indices.iter().any(mentions));
+            if !touches {
+                continue;
+            }
+            let blk = &mut self.blocks[b.index()];
+            for e in blk.bindings.iter_mut() {
+                *e = e.substitute(&f);
+            }
+            for p in blk.predicates.iter_mut() {
+                p.lhs = p.lhs.substitute(&f);
+                p.rhs = p.rhs.substitute(&f);
+            }
+            for e in blk.lhs.indices.iter_mut() {
+                *e = e.substitute(&f);
+            }
+            blk.rhs = blk.rhs.map_indices(&|e| e.substitute(&f));
+            self.simplify_block(b);
+        }
+    }
+
+    /// Simplifies bindings, predicates and indices of a block, dropping
+    /// predicates that hold for every vscale and duplicates.
+    pub fn simplify_block(&mut self, b: BlockId) {
+        let blk = self.block(b).clone();
+        let bindings: Vec<Expr> = blk.bindings.iter().map(|e| simplify(e, self)).collect();
+        let mut preds: Vec<Pred> = Vec::new();
+        for p in &blk.predicates {
+            let lhs = simplify(&p.lhs, self);
+            let rhs = simplify(&p.rhs, self);
+            if prove_lt(&lhs, &rhs, self) {
+                continue;
+            }
+            let q = Pred { lhs, rhs };
+            if !preds.contains(&q) {
+                preds.push(q);
+            }
+        }
+        let lhs_idx: Vec<Expr> = blk.lhs.indices.iter().map(|e| simplify(e, self)).collect();
+        let rhs = blk.rhs.map_indices(&|e| simplify(e, self));
+        let m = self.block_mut(b);
+        m.bindings = bindings;
+        m.predicates = preds;
+        m.lhs.indices = lhs_idx;
+        m.rhs = rhs;
+    }
+
+    /// The block's binding of an iteration variable, if `v` is one of its iterators.
+    pub fn binding_of(&self, b: BlockId, v: VarId) -> Option<&Expr> {
+        let blk = self.block(b);
+        blk.iters.iter().position(|it| it.var == v).map(|i| &blk.bindings[i])
+    }
+
+    /// Replaces iteration variables by their bindings in an expression.
+    pub fn bind(&self, b: BlockId, e: &Expr) -> Expr {
+        let blk = self.block(b);
+        let f = |v: VarId| blk.iters.iter().position(|it| it.var == v).map(|i| blk.bindings[i].clone());
+        simplify(&e.substitute(&f), self)
+    }
+
+    /// Loop variables that appear in the bindings of reduction iterators.
+    pub fn reduction_loop_vars(&self, b: BlockId) -> Vec<VarId> {
+        let blk = self.block(b);
+        let mut out = Vec::new();
+        for (it, e) in blk.iters.iter().zip(&blk.bindings) {
+            if it.kind == AxisKind::Reduce {
+                for v in e.vars() {
+                    if !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Loop variables that appear in the bindings of spatial iterators.
+    pub fn spatial_loop_vars(&self, b: BlockId) -> Vec<VarId> {
+        let blk = self.block(b);
+        let mut out = Vec::new();
+        for (it, e) in blk.iters.iter().zip(&blk.bindings) {
+            if it.kind == AxisKind::Spatial {
+                for v in e.vars() {
+                    if !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// True if the block reads the tensor (directly or as an indirect index).
+    pub fn block_reads(&self, b: BlockId, t: TensorId) -> bool {
+        let blk = self.block(b);
+        let in_expr = |e: &Expr| e.any(&|x| matches!(x, Expr::Load(tt, _) if *tt == t));
+        blk.rhs.reads().iter().any(|a| a.tensor == t || a.indices.iter().any(in_expr))
+            || blk.lhs.indices.iter().any(in_expr)
+    }
+
+    /// Row-major strides of a tensor (in elements).
+    pub fn strides(&self, t: TensorId) -> Vec<Expr> {
+        let shape = &self.tensor(t).shape;
+        let mut st = vec![Expr::Int(1); shape.len()];
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            st[d] = simplify(&(st[d + 1].clone() * shape[d + 1].clone()), self);
+        }
+        st
+    }
+
+    /// Flattened element offset of an access, simplified.
+    pub fn flat_index(&self, t: TensorId, indices: &[Expr]) -> Expr {
+        let st = self.strides(t);
+        let mut acc = Expr::Int(0);
+        for (i, s) in indices.iter().zip(st) {
+            acc = acc + i.clone() * s;
+        }
+        simplify(&acc, self)
+    }
+
+    /// Detaches a node from its parent's body (it must be attached).
+    pub fn detach(&mut self, n: Node) -> usize {
+        let pos = self.position(n);
+        let parent = self.parent_of(n);
+        self.siblings_mut(parent).remove(pos);
+        pos
+    }
+
+    /// Inserts a node into a body at a position and sets its parent.
+    pub fn attach(&mut self, n: Node, parent: Option<LoopId>, pos: usize) {
+        self.siblings_mut(parent).insert(pos, n);
+        self.set_parent(n, parent);
+    }
+}

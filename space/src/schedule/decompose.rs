@@ -1,0 +1,141 @@
+//! `decompose_reduction`: separate a reduction's initialization.
+
+use super::{ErrorKind, Result, ScheduleError};
+use crate::expr::Expr;
+use crate::ids::{BlockId, LoopId, VarId};
+use crate::ir::{Block, IterVar, Nest, Node, Pred};
+use crate::workload::{AxisKind, Value};
+use std::collections::BTreeMap;
+
+const PRIM: &str = "decompose_reduction";
+
+impl Nest {
+    /// Moves the initialization of reduction block `b` into a new block
+    /// placed just before loop `l`, under copies of the spatial loops between
+    /// `l` and `b`. No loop outside `l` may carry the reduction. Returns the
+    /// new init block.
+    pub fn decompose_reduction(&mut self, b: BlockId, l: LoopId) -> Result<BlockId> {
+        self.check_block(PRIM, b)?;
+        self.check_loop(PRIM, l)?;
+        let blk = self.block(b).clone();
+        let lname = self.loop_name(l).to_string();
+        if !blk.init {
+            return Err(ScheduleError::new(
+                PRIM,
+                ErrorKind::Structure,
+                format!("block `{}` has no initialization to decompose", blk.name),
+            ));
+        }
+        let anc = self.ancestors(Node::Block(b));
+        let Some(pos) = anc.iter().position(|x| *x == l) else {
+            return Err(ScheduleError::new(
+                PRIM,
+                ErrorKind::Structure,
+                format!("loop `{lname}` does not enclose block `{}`", blk.name),
+            ));
+        };
+        let red = self.reduction_loop_vars(b);
+        let spatial = self.spatial_loop_vars(b);
+        for a in &anc[..pos] {
+            if red.contains(&self.loop_(*a).var) {
+                return Err(ScheduleError::new(
+                    PRIM,
+                    ErrorKind::Dependence,
+                    format!(
+                        "loop `{}` outside `{lname}` carries the reduction of block `{}`",
+                        self.loop_name(*a),
+                        blk.name
+                    ),
+                ));
+            }
+        }
+        Ok(self.split_init(b, l, &anc[pos..], &red, &spatial))
+    }
+
+    /// Builds the init nest before `l` (used by `decompose_reduction` and by
+    /// lowering for reductions left undecomposed).
+    pub(crate) fn split_init(
+        &mut self,
+        b: BlockId,
+        l: LoopId,
+        chain: &[LoopId],
+        red: &[VarId],
+        spatial: &[VarId],
+    ) -> BlockId {
+        let blk = self.block(b).clone();
+        let mut map: Vec<(VarId, VarId)> = Vec::new();
+        let mut new_loops = Vec::new();
+        for x in chain {
+            let v = self.loop_(*x).var;
+            if spatial.contains(&v) && !red.contains(&v) {
+                let name = self.var(v).name.clone();
+                let nv = self.new_var(&format!("{name}_init"), self.var(v).extent.clone());
+                map.push((v, nv));
+                let kind = self.loop_(*x).kind;
+                new_loops.push((nv, kind));
+            }
+        }
+        let replicated: Vec<VarId> = map.iter().map(|(o, _)| *o).collect();
+        let outer: Vec<VarId> = self
+            .ancestors(Node::Loop(l))
+            .into_iter()
+            .map(|a| self.loop_(a).var)
+            .chain(std::iter::once(self.loop_(l).var).filter(|v| replicated.contains(v)))
+            .collect();
+        let rename = |e: &Expr| e.substitute(&|v| map.iter().find(|(o, _)| *o == v).map(|(_, n)| Expr::Var(*n)));
+        let mut iters = Vec::new();
+        let mut bindings = Vec::new();
+        let mut iter_map: Vec<(VarId, VarId)> = Vec::new();
+        for (it, e) in blk.iters.iter().zip(&blk.bindings) {
+            if it.kind != AxisKind::Spatial {
+                continue;
+            }
+            let name = self.var(it.var).name.clone();
+            let nv = self.new_var(&format!("{name}_init"), self.var(it.var).extent.clone());
+            iters.push(IterVar { var: nv, kind: AxisKind::Spatial });
+            bindings.push(rename(e));
+            iter_map.push((it.var, nv));
+        }
+        let allowed = |e: &Expr| e.vars().into_iter().all(|v| outer.contains(&v) || replicated.contains(&v));
+        let predicates: Vec<Pred> = blk
+            .predicates
+            .iter()
+            .filter(|p| allowed(&p.lhs) && allowed(&p.rhs))
+            .map(|p| Pred { lhs: rename(&p.lhs), rhs: rename(&p.rhs) })
+            .collect();
+        let lhs_idx: Vec<Expr> = blk
+            .lhs
+            .indices
+            .iter()
+            .map(|e| rename(e).substitute(&|v| iter_map.iter().find(|(o, _)| *o == v).map(|(_, n)| Expr::Var(*n))))
+            .collect();
+        let dtype = self.tensor(blk.lhs.tensor).dtype;
+        let neutral = blk.op.neutral(dtype).unwrap_or(0.0);
+        let name = self.unique_block_name(&format!("{}_init", blk.name));
+        let init = self.add_block(Block {
+            name,
+            iters,
+            bindings,
+            predicates,
+            lhs: crate::workload::Access { tensor: blk.lhs.tensor, indices: lhs_idx },
+            op: crate::workload::UpdateOp::Assign,
+            rhs: Value::Const(neutral, dtype),
+            init: false,
+            parent: None,
+            annotations: BTreeMap::new(),
+            alive: true,
+        });
+        let mut child = Node::Block(init);
+        for (v, kind) in new_loops.iter().rev() {
+            let nl = self.add_loop(*v, *kind, vec![child], None);
+            self.set_parent(child, Some(nl));
+            child = Node::Loop(nl);
+        }
+        let parent = self.loop_(l).parent;
+        let pos = self.position(Node::Loop(l));
+        self.attach(child, parent, pos);
+        self.block_mut(b).init = false;
+        self.simplify_block(init);
+        init
+    }
+}

@@ -1,0 +1,242 @@
+//! Schedule primitives checked against the workload reference by executing
+//! the scheduled nest at several vscale values, plus legality errors.
+
+use crate::caps::VectorCaps;
+use crate::data::make_args;
+use crate::ir::{parse_nest, Nest};
+use crate::reference::evaluate;
+use crate::schedule::ErrorKind;
+use crate::trace::{parse_trace, TraceErrorKind};
+use crate::workload::{load, Workload};
+
+pub(crate) const MATMUL_EXAMPLE: &str = r#"b = get_block("C")
+i, j, k = get_loops(b)
+i0, i1 = split(i, factors=[None, 4])
+j0, j1 = split(j, factors=[None, 4*vscale])
+reorder(i0, j0, k, i1, j1)
+unroll(i1)
+vectorize(j1, tail="predicate")
+"#;
+
+fn inputs(w: &Workload) -> Vec<Vec<f64>> {
+    let args = make_args(w, 11);
+    let ids = w.arg_tensors();
+    w.tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match ids.iter().position(|x| x.index() == i) {
+            Some(p) => (0..args[p].len()).map(|k| args[p].get(k)).collect(),
+            None => vec![f64::NAN; t.len()],
+        })
+        .collect()
+}
+
+/// Applies `trace` to `workload`, checks structure, text round trip and
+/// results at every vscale of `caps`; returns the scheduled nest.
+pub(crate) fn check(workload: &str, trace: &str, caps: VectorCaps) -> Nest {
+    let w = load(workload).expect("workload loads");
+    let mut nest = Nest::from_workload(&w, caps.clone());
+    let t = parse_trace(trace).expect("trace parses");
+    t.apply(&mut nest).unwrap_or_else(|e| panic!("{e}"));
+    nest.verify().expect("verifies");
+    let text = nest.to_string();
+    let back = parse_nest(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back.to_string(), text, "text form round-trips");
+    let refv = evaluate(&w, &make_args(&w, 11)).expect("reference");
+    let ins = inputs(&w);
+    for &vs in &caps.vscale_values {
+        for n in [&nest, &back] {
+            let out = n.execute(vs, &ins).unwrap_or_else(|e| panic!("vscale {vs}: {e}\n{text}"));
+            for (tid, t) in w.tensors.iter().enumerate() {
+                if t.role != crate::workload::Role::Output {
+                    continue;
+                }
+                for (i, (g, r)) in out[tid].iter().zip(&refv[tid].values).enumerate() {
+                    assert!(
+                        (g - r).abs() <= 1e-9 * (1.0 + r.abs()) || (g.is_nan() && r.is_nan()),
+                        "vscale {vs}: {}[{i}] = {g}, expected {r}\n{text}",
+                        t.name
+                    );
+                }
+            }
+        }
+    }
+    nest
+}
+
+fn sve() -> VectorCaps {
+    VectorCaps::scalable(128, 128, 2048)
+}
+
+#[test]
+fn matmul_example_schedule() {
+    let nest = check("matmul:M=67,N=131,K=29", MATMUL_EXAMPLE, sve());
+    expect_test::expect![[r#"
+        nest matmul
+        caps scalable granule 128 vscale [1, 2, 4, 8, 16] gather
+        tensor A: f32[67, 29] input
+        tensor B: f32[29, 131] input
+        tensor C: f32[67, 131] output
+        for i0 in 17:
+          for j0 in ceildiv(131, 4*vscale):
+            for k in 29:
+              for i1 in 4 unroll:
+                for j1 in 4*vscale vectorize(predicate):
+                  block C[vi: 67 = i0*4 + i1, vj: 131 = j0*4*vscale + j1, vk: 29 reduce = k] where i0*4 + i1 < 67, j0*4*vscale + j1 < 131 init:
+                    C[vi, vj] += (A[vi, vk] * B[vk, vj])
+    "#]]
+    .assert_eq(&nest.to_string());
+}
+
+#[test]
+fn dividing_split_has_no_predicate_on_a_fixed_target() {
+    let nest = check("matmul:M=64,N=128,K=8", MATMUL_EXAMPLE, VectorCaps::fixed(512));
+    let b = nest.find_block("C").expect("C");
+    assert!(nest.block(b).predicates.is_empty(), "{nest}");
+}
+
+#[test]
+fn tails_peel_and_scalar_are_legal_for_split_tails() {
+    for tail in ["peel", "scalar"] {
+        let t = MATMUL_EXAMPLE.replace("\"predicate\"", &format!("\"{tail}\""));
+        check("matmul:M=67,N=131,K=29", &t, sve());
+    }
+}
+
+#[test]
+fn fuse_then_split_then_vectorize() {
+    let t = r#"b = get_block("Y")
+j, i = get_loops(b)
+f = fuse(j, i)
+f0, f1 = split(f, factors=[None, 2*vscale])
+vectorize(f1)
+"#;
+    check("transpose:M=7,N=5", t, sve());
+}
+
+#[test]
+fn cache_write_and_transposed_cache_read() {
+    let t = format!(
+        "{MATMUL_EXAMPLE}w = cache_write(b, at=j0)\np = cache_read(b, \"B\", at=j0, layout=[1, 0])\na = cache_read(b, \"A\", at=j0)\n"
+    );
+    let nest = check("matmul:M=13,N=21,K=9", &t, sve());
+    let text = nest.to_string();
+    assert!(text.contains("tensor C_local: f32[4, 4*vscale] local"), "{text}");
+    assert!(text.contains("tensor B_local: f32[4*vscale, 9] local"), "{text}");
+}
+
+#[test]
+fn decompose_reduction_moves_the_init() {
+    let t = format!("{MATMUL_EXAMPLE}init = decompose_reduction(b, k)\n");
+    let nest = check("matmul:M=9,N=10,K=3", &t, sve());
+    let init = nest.find_block("C_init").expect("init block");
+    assert!(!nest.block(nest.find_block("C").expect("C")).init);
+    let loops = nest.ancestors(crate::ir::Node::Block(init));
+    assert_eq!(loops.len(), 4, "{nest}");
+}
+
+#[test]
+fn softmax_fused_by_compute_at() {
+    let t = r#"y = get_block("Y")
+i, j = get_loops(y)
+s = get_block("S")
+compute_at(s, i)
+e = get_block("E")
+compute_at(e, i)
+m = get_block("Mx")
+compute_at(m, i)
+"#;
+    let nest = check("softmax_rows:M=5,N=9", t, sve());
+    assert_eq!(nest.root.len(), 1, "{nest}");
+}
+
+#[test]
+fn conv_with_cache_read_of_the_input_window() {
+    let t = r#"b = get_block("Out")
+n, oh, ow, f, r, s, c = get_loops(b)
+f0, f1 = split(f, factors=[None, 4*vscale])
+reorder(n, oh, ow, f0, r, s, c, f1)
+vectorize(f1, tail="peel")
+p = cache_read(b, "In", at=ow)
+"#;
+    check("conv2d_nhwc:H=6,WI=6,C=3,F=5,S=2", t, sve());
+}
+
+fn fail(workload: &str, trace: &str) -> crate::trace::TraceError {
+    let w = load(workload).expect("loads");
+    let mut nest = Nest::from_workload(&w, sve());
+    let t = parse_trace(trace).expect("parses");
+    t.apply(&mut nest).expect_err("must fail")
+}
+
+#[test]
+fn illegal_schedules_are_refused_with_a_reason() {
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nvectorize(kk)\n");
+    assert_eq!(e.kind, TraceErrorKind::UnknownName);
+    assert_eq!(e.to_string(), "line 3: `vectorize(kk, tail=\"predicate\")`: `kk` is not defined");
+
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nvectorize(j)\n");
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::LoopKind));
+    assert!(e.message.contains("extent 128 is not a vector length"), "{e}");
+
+    let e = fail("matmul", "b = get_block(\"Q\")\n");
+    assert!(e.message.contains("no block named `Q` (blocks: C)"), "{e}");
+
+    let e = fail(
+        "softmax_rows",
+        "e = get_block(\"E\")\ni, j = get_loops(e)\ny = get_block(\"Y\")\ni2, j2 = get_loops(y)\nreorder(j, i2)\n",
+    );
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::Structure));
+
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\ni0, i1 = split(i, factors=[4, 8])\n");
+    assert!(e.message.contains("multiply to 32, which can be less than its extent 128"), "{e}");
+
+    let e = fail(
+        "matmul",
+        "b = get_block(\"C\")\ni, j, k = get_loops(b)\ni0, i1 = split(i, factors=[None, 4])\nunroll(i)\n",
+    );
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::Stale));
+
+    let e = fail("matmul:N=10", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 3])\nf = fuse(j0, j1)\nf0, f1 = split(f, factors=[None, 4])\nreorder(k, f1)\nvectorize(f1, tail=\"peel\")\n");
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::LoopKind), "{e}");
+    assert!(e.message.contains("tail=\"peel\" needs a tail condition"), "{e}");
+
+    let e =
+        fail("softmax_rows", "m = get_block(\"Mx\")\ny = get_block(\"Y\")\ni, j = get_loops(y)\ncompute_at(m, i)\n");
+    assert!(e.message.contains("reads `Mx` outside"), "{e}");
+
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nparallel(k)\n");
+    assert!(e.message.contains("carries the reduction of block `C`"), "{e}");
+
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nk0, k1 = split(k, factors=[None, 4])\nreorder(k0, i, j, k1)\ninit = decompose_reduction(b, i)\n");
+    assert!(e.message.contains("loop `k0` outside `i` carries the reduction"), "{e}");
+
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nw = cache_write(b, at=k)\n");
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::Region));
+
+    let e = fail("paged_read", "b = get_block(\"X\")\np, v = get_loops(b)\nc = cache_read(b, \"Storage\", at=p)\n");
+    assert!(e.message.contains("cannot bound dimension 0 of `Storage`"), "{e}");
+}
+
+#[test]
+fn trace_syntax_errors_have_positions() {
+    let e = parse_trace("b = get_block(\"C\")\ni, j = split(b, factors=[None 4])\n").expect_err("bad");
+    assert_eq!(
+        e.to_string(),
+        "line 2, column 31: `i, j = split(b, factors=[None 4])`: expected `,` or `]` in a list, found `4`"
+    );
+    let e = parse_trace("frobnicate(x)\n").expect_err("bad");
+    assert!(e.message.starts_with("unknown instruction `frobnicate`"), "{e}");
+    let e = parse_trace("vectorize(j, tail=\"sideways\")\n").expect_err("bad");
+    assert!(e.message.contains("unknown tail \"sideways\""), "{e}");
+}
+
+#[test]
+fn traces_round_trip_through_text_and_json() {
+    let t = parse_trace(&format!("{MATMUL_EXAMPLE}w = cache_write(b, at=j0)\np = cache_read(b, \"B\", at=j0, layout=[1, 0])\nannotate(j0, key=\"note\", value=\"x y\")\n")).expect("parses");
+    let text = t.to_string();
+    assert_eq!(parse_trace(&text).expect("reparses").to_string(), text);
+    let json = t.to_json();
+    let back = crate::trace::Trace::from_json(&json).expect("json");
+    assert_eq!(back.insts, t.insts);
+}
