@@ -1,1 +1,37 @@
-//! placeholder
+//! scaletune-measure: the correctness harness (and, later, builders, runners and metrics).
+//!
+//! The [`harness`] links a compiled kernel object with a small generated C
+//! driver, runs the executable natively or under QEMU user mode at a
+//! requested vector length, and compares every output element with the
+//! reference semantics of the workload (`scaletune_space::reference`).
+//!
+//! # Kernel ABI
+//!
+//! A kernel is an external C-ABI function
+//!
+//! ```c
+//! void SYMBOL(T0 *t0, T1 *t1, ..., S0 s0, S1 s1, ...);
+//! ```
+//!
+//! - one pointer per tensor of [`Workload::arg_tensors`] (declaration order,
+//!   inputs and outputs; `temp` tensors are internal to the kernel), each
+//!   pointing at a 64-byte aligned, densely packed row-major buffer;
+//! - then one by-value scalar per entry of `Workload::scalars`, in order:
+//!   `float` for f32, `double` for f64 (no other scalar types).
+//!
+//! Element types: f32 `float`, f64 `double`, i32 `int32_t`, i8 `int8_t`,
+//! f16 `uint16_t` (IEEE half bits; pointers only).
+//!
+//! The kernel must write every element of every output tensor (output
+//! buffers arrive filled with a poison value), must not write outside its
+//! output buffers and must not modify its inputs; the driver checks all three.
+//!
+//! Running needs a Unix host (signals) and, for non-native targets, QEMU user
+//! mode (`qemu-aarch64`, `qemu-riscv64`).
+//!
+//! [`Workload::arg_tensors`]: scaletune_space::workload::Workload::arg_tensors
+
+pub mod harness;
+
+pub use harness::{check, driver_source, CheckRequest, Harness, HarnessError, RunCheck, RunStatus};
+pub use scaletune_space::reference::Comparison;

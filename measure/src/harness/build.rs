@@ -1,0 +1,77 @@
+//! Compiling the driver and linking it with the kernel object using the target's `cc` command.
+
+use super::HarnessError;
+use scaletune_codegen::target::Target;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// File names inside the work directory.
+pub(crate) const KERNEL_OBJECT: &str = "kernel.o";
+pub(crate) const DRIVER_SOURCE: &str = "driver.c";
+pub(crate) const EXECUTABLE: &str = "driver";
+pub(crate) const INPUT_FILE: &str = "input.bin";
+
+/// Writes `path`, mapping failures to [`HarnessError::Io`].
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), HarnessError> {
+    std::fs::write(path, bytes)
+        .map_err(|source| HarnessError::Io { what: format!("writing {}", path.display()), source })
+}
+
+/// Quotes one word of a command line for display (not for a shell to run blindly).
+fn shell_word(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_=+,./:@%".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line as one displayable string.
+pub(crate) fn command_line(words: &[String]) -> String {
+    words.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// Writes the kernel object and the driver source into `dir`, then compiles
+/// and links them with `target.cc ... driver.c kernel.o -o driver target.libs`.
+/// Returns the path of the executable.
+pub(crate) fn build_executable(
+    dir: &Path,
+    target: &Target,
+    object: &[u8],
+    driver_src: &str,
+) -> Result<PathBuf, HarnessError> {
+    let obj = dir.join(KERNEL_OBJECT);
+    let src = dir.join(DRIVER_SOURCE);
+    let exe = dir.join(EXECUTABLE);
+    write_file(&obj, object)?;
+    write_file(&src, driver_src.as_bytes())?;
+    let Some((cc, cc_args)) = target.cc.split_first() else {
+        return Err(HarnessError::Unsupported(format!("target `{}` has an empty cc command", target.name)));
+    };
+    let mut shown: Vec<String> = target.cc.clone();
+    shown.extend([display(&src), display(&obj), "-o".to_string(), display(&exe)]);
+    shown.extend(target.libs.iter().cloned());
+    let command = command_line(&shown);
+    let output = Command::new(cc)
+        .args(cc_args)
+        .arg(&src)
+        .arg(&obj)
+        .arg("-o")
+        .arg(&exe)
+        .args(&target.libs)
+        .current_dir(dir)
+        .output()
+        .map_err(|source| HarnessError::Tool { command: command.clone(), source })?;
+    if !output.status.success() {
+        return Err(HarnessError::Build {
+            command,
+            status: output.status.to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    Ok(exe)
+}
+
+fn display(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}

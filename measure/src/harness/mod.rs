@@ -1,0 +1,364 @@
+//! The correctness harness: link a kernel object with a generated driver, run it at each vector length, compare.
+//!
+//! [`Harness::build`] prepares everything once per kernel: the deterministic
+//! arguments (`make_args`), the reference values and error bounds
+//! (`reference::evaluate`), the input file, the driver source
+//! ([`driver_source`]) and the linked executable. [`Harness::run`] then runs
+//! that executable at one vector length — natively for the host target, under
+//! the target's QEMU user-mode command otherwise — and turns whatever happens
+//! into a [`RunCheck`]: a failed run is data, never an `Err` or a panic.
+//! [`check`] does both for every requested vector length.
+//!
+//! Work directory layout (a fresh temporary directory, removed when the
+//! [`Harness`] is dropped, unless [`CheckRequest::work_dir`] names one to keep):
+//! `kernel.o`, `driver.c`, `driver` (the executable), `input.bin` (all
+//! argument tensors concatenated, little-endian) and, during a run,
+//! `out-VL-N.bin` (the output tensors, removed after reading). QEMU is started
+//! with the work directory as its current directory, so a guest core dump
+//! (if core limits allow one) lands there too.
+
+mod build;
+mod check;
+mod driver;
+mod run;
+
+pub use driver::driver_source;
+
+use build::{build_executable, write_file, INPUT_FILE};
+use run::{run_with_timeout, signal_name, Ending, RawRun};
+use scaletune_codegen::target::{Target, TargetError};
+use scaletune_space::data::make_args;
+use scaletune_space::reference::{evaluate, Comparison, RefTensor, ReferenceError};
+use scaletune_space::workload::{Role, Workload};
+use scaletune_space::TensorId;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use thiserror::Error;
+
+/// Everything needed to check one compiled kernel.
+#[derive(Clone, Debug)]
+pub struct CheckRequest<'a> {
+    /// The workload the kernel computes (concrete shapes and scalar values).
+    pub workload: &'a Workload,
+    /// The target the object was compiled for.
+    pub target: &'a Target,
+    /// The kernel's relocatable object file.
+    pub object: &'a [u8],
+    /// The kernel's symbol name (a C identifier).
+    pub symbol: &'a str,
+    /// Vector lengths in bits to run at; empty means `target.default_vl_bits`.
+    pub vl_bits: Vec<u32>,
+    /// Seed of the argument contents (see `scaletune_space::data::make_args`).
+    pub seed: u64,
+    /// Wall-clock limit of one run; the process is killed when it is exceeded.
+    pub timeout: Duration,
+    /// A directory to build and run in, kept afterwards; `None` uses a
+    /// temporary directory removed with the [`Harness`].
+    pub work_dir: Option<&'a Path>,
+}
+
+/// Errors that prevent checking at all (a failed *run* is a [`RunCheck`] instead).
+#[derive(Debug, Error)]
+pub enum HarnessError {
+    /// A requested vector length the target cannot run at.
+    #[error("{0}")]
+    BadVectorLength(#[source] TargetError),
+    /// The request asks for something the kernel ABI or the driver cannot do.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The reference evaluation of the workload failed.
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+    /// Compiling the driver or linking it with the kernel failed.
+    #[error("building the harness failed ({status}): {command}\n{stderr}")]
+    Build {
+        /// The compiler command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// Its standard error.
+        stderr: String,
+    },
+    /// A tool (the compiler) could not be started.
+    #[error("cannot run `{command}`: {source}")]
+    Tool {
+        /// The command line.
+        command: String,
+        /// Why it could not start.
+        source: std::io::Error,
+    },
+    /// A file-system operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// How one run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every output element is within its error bound.
+    Ok,
+    /// The run completed but some output element is outside its bound.
+    WrongResult,
+    /// The run failed: nonzero exit, a signal (named in the message), a write
+    /// outside the outputs, a process that could not start, or a vector
+    /// length other than the one requested.
+    RunError,
+    /// The run exceeded the timeout and was killed.
+    Timeout,
+}
+
+/// The outcome of running a kernel at one vector length.
+#[derive(Clone, Debug)]
+pub struct RunCheck {
+    /// The vector length requested, in bits.
+    pub vl_bits: u32,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// One comparison per output tensor (empty unless the run produced outputs).
+    pub comparisons: Vec<Comparison>,
+    /// Largest absolute error over all outputs (NaN if nothing was compared;
+    /// infinite if some element is NaN where a number was expected).
+    pub max_abs_err: f64,
+    /// A human-readable account: the first mismatch, the signal, stderr, ...
+    pub message: String,
+    /// True if the run was under QEMU.
+    pub emulated: bool,
+    /// Wall time of the process (meaningless for performance under QEMU).
+    pub wall_time: Duration,
+}
+
+impl RunCheck {
+    /// True if the status is [`RunStatus::Ok`].
+    pub fn passed(&self) -> bool {
+        self.status == RunStatus::Ok
+    }
+}
+
+/// The directory a harness lives in.
+#[derive(Debug)]
+enum WorkDir {
+    /// Removed on drop.
+    Temp(tempfile::TempDir),
+    /// Given by the caller and kept.
+    Kept(PathBuf),
+}
+
+impl WorkDir {
+    fn path(&self) -> &Path {
+        match self {
+            WorkDir::Temp(t) => t.path(),
+            WorkDir::Kept(p) => p,
+        }
+    }
+}
+
+/// A built driver executable plus the data to check it, reusable for several vector lengths.
+#[derive(Debug)]
+pub struct Harness {
+    workload: Workload,
+    target: Target,
+    vl_bits: Vec<u32>,
+    timeout: Duration,
+    dir: WorkDir,
+    executable: PathBuf,
+    input: PathBuf,
+    outputs: Vec<TensorId>,
+    reference: Vec<RefTensor>,
+    n_runs: AtomicU64,
+}
+
+impl Harness {
+    /// Validates the request, computes the reference, writes the input file
+    /// and builds the executable.
+    pub fn build(req: &CheckRequest) -> Result<Harness, HarnessError> {
+        let vl_bits = if req.vl_bits.is_empty() { req.target.default_vl_bits.clone() } else { req.vl_bits.clone() };
+        for &vl in &vl_bits {
+            req.target.vscale_for_vl(vl).map_err(HarnessError::BadVectorLength)?;
+        }
+        if matches!(&req.target.qemu, Some(q) if q.is_empty()) {
+            return Err(HarnessError::Unsupported(format!("target `{}` has an empty qemu command", req.target.name)));
+        }
+        let source = driver_source(req.workload, req.symbol)?;
+        let args = make_args(req.workload, req.seed);
+        let reference = evaluate(req.workload, &args)?;
+        let dir = match req.work_dir {
+            Some(p) => {
+                std::fs::create_dir_all(p)
+                    .map_err(|source| HarnessError::Io { what: format!("creating {}", p.display()), source })?;
+                // Absolute, because the driver runs with the work dir as its current directory.
+                let abs = std::fs::canonicalize(p)
+                    .map_err(|source| HarnessError::Io { what: format!("resolving {}", p.display()), source })?;
+                WorkDir::Kept(abs)
+            }
+            None => WorkDir::Temp(
+                tempfile::Builder::new()
+                    .prefix("scaletune-harness-")
+                    .tempdir()
+                    .map_err(|source| HarnessError::Io { what: "creating a temporary directory".into(), source })?,
+            ),
+        };
+        let input = dir.path().join(INPUT_FILE);
+        let input_bytes: Vec<u8> = args.iter().flat_map(|t| t.to_le_bytes()).collect();
+        write_file(&input, &input_bytes)?;
+        let executable = build_executable(dir.path(), req.target, req.object, &source)?;
+        let outputs =
+            req.workload.arg_tensors().into_iter().filter(|id| req.workload.tensor(*id).role == Role::Output).collect();
+        Ok(Harness {
+            workload: req.workload.clone(),
+            target: req.target.clone(),
+            vl_bits,
+            timeout: req.timeout,
+            dir,
+            executable,
+            input,
+            outputs,
+            reference,
+            n_runs: AtomicU64::new(0),
+        })
+    }
+
+    /// The vector lengths of the request (or the target's defaults).
+    pub fn vl_bits(&self) -> &[u32] {
+        &self.vl_bits
+    }
+
+    /// The directory holding the executable and its input.
+    pub fn work_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The linked driver executable.
+    pub fn executable(&self) -> &Path {
+        &self.executable
+    }
+
+    /// Runs the executable once at `vl_bits` and checks its outputs.
+    ///
+    /// Never fails: a vector length the target cannot run at, a process that
+    /// cannot start, a crash, a timeout or wrong outputs are all reported in
+    /// the returned [`RunCheck`].
+    pub fn run(&self, vl_bits: u32) -> RunCheck {
+        let emulated = !self.target.is_native();
+        let mut result = RunCheck {
+            vl_bits,
+            status: RunStatus::RunError,
+            comparisons: Vec::new(),
+            max_abs_err: f64::NAN,
+            message: String::new(),
+            emulated,
+            wall_time: Duration::ZERO,
+        };
+        if let Err(e) = self.target.vscale_for_vl(vl_bits) {
+            result.message = e.to_string();
+            return result;
+        }
+        let run_idx = self.n_runs.fetch_add(1, Ordering::Relaxed);
+        let output = self.dir.path().join(format!("out-{vl_bits}-{run_idx}.bin"));
+        let _ = std::fs::remove_file(&output);
+        let (mut cmd, how) = match self.target.qemu_command(vl_bits) {
+            Some(words) => match words.split_first() {
+                Some((qemu, qemu_args)) => {
+                    let mut cmd = Command::new(qemu);
+                    cmd.args(qemu_args).arg(&self.executable);
+                    (cmd, format!("under {} at VL {vl_bits}", build::command_line(&words)))
+                }
+                None => {
+                    result.message = format!("target `{}` has an empty qemu command", self.target.name);
+                    return result;
+                }
+            },
+            None => (Command::new(&self.executable), format!("natively at VL {vl_bits}")),
+        };
+        cmd.arg(&self.input).arg(&output).current_dir(self.dir.path());
+        let raw = run_with_timeout(cmd, self.timeout);
+        result.wall_time = raw.wall_time;
+        self.judge(&raw, &output, &how, &mut result);
+        let _ = std::fs::remove_file(&output);
+        result
+    }
+
+    /// Fills status, comparisons and message from a finished run.
+    fn judge(&self, raw: &RawRun, output: &Path, how: &str, result: &mut RunCheck) {
+        let fail = |result: &mut RunCheck, status: RunStatus, what: String| {
+            result.status = status;
+            result.message = format!("{what} ({how}){}", stderr_excerpt(&raw.stderr));
+        };
+        match &raw.ending {
+            Ending::Exited(0) => {}
+            Ending::Exited(code) => {
+                return fail(result, RunStatus::RunError, format!("driver exited with status {code}"));
+            }
+            Ending::Signaled(sig) => {
+                return fail(result, RunStatus::RunError, format!("driver killed by {}", signal_name(*sig)));
+            }
+            Ending::TimedOut => {
+                let what = format!("timed out after {:.1} s", self.timeout.as_secs_f64());
+                return fail(result, RunStatus::Timeout, what);
+            }
+            Ending::Failed(why) => return fail(result, RunStatus::RunError, why.clone()),
+        }
+        if self.target.caps.scalable {
+            match check::reported_vl_bits(&raw.stdout) {
+                Some(actual) if actual == result.vl_bits => {}
+                Some(actual) => {
+                    let what = format!("ran at a vector length of {actual} bits, not the {} requested", result.vl_bits);
+                    return fail(result, RunStatus::RunError, what);
+                }
+                None => {
+                    let what = "the driver did not report its vector length".to_string();
+                    return fail(result, RunStatus::RunError, what);
+                }
+            }
+        }
+        let bytes = match std::fs::read(output) {
+            Ok(b) => b,
+            Err(e) => return fail(result, RunStatus::RunError, format!("cannot read the output file: {e}")),
+        };
+        match check::check_outputs(&self.workload, &self.outputs, &bytes, &self.reference) {
+            Err(why) => fail(result, RunStatus::RunError, why),
+            Ok(c) => {
+                result.comparisons = c.comparisons;
+                result.max_abs_err = c.max_abs_err;
+                if c.failures.is_empty() {
+                    result.status = RunStatus::Ok;
+                    let n: usize = self.outputs.iter().map(|id| self.workload.tensor(*id).len()).sum();
+                    result.message = format!(
+                        "all {n} output elements within bounds (max abs error {:.3e}, {how})",
+                        result.max_abs_err
+                    );
+                } else {
+                    result.status = RunStatus::WrongResult;
+                    result.message = format!("{} ({how})", c.failures.join("; "));
+                }
+            }
+        }
+    }
+}
+
+/// `"; stderr: ..."` with the last part of a non-empty stderr, or nothing.
+fn stderr_excerpt(stderr: &str) -> String {
+    const KEEP: usize = 2000;
+    let s = stderr.trim();
+    if s.is_empty() {
+        return String::new();
+    }
+    let start = s.char_indices().rev().nth(KEEP).map_or(0, |(i, _)| i);
+    let ellipsis = if start > 0 { "..." } else { "" };
+    format!("; stderr: {ellipsis}{}", &s[start..])
+}
+
+/// Builds the harness once and runs it at every requested vector length (the
+/// target's defaults if none are given), in order.
+pub fn check(req: &CheckRequest) -> Result<Vec<RunCheck>, HarnessError> {
+    let harness = Harness::build(req)?;
+    Ok(harness.vl_bits().iter().map(|&vl| harness.run(vl)).collect())
+}
