@@ -28,14 +28,17 @@ type R = Result<(), InterpError>;
 
 impl<'a> Machine<'a> {
     /// Binds arguments, allocates locals and resolves register types.
-    pub(crate) fn new(prog: &Program, args: &'a mut [ArgValue], opts: &InterpOptions) -> Result<Machine<'a>, InterpError> {
+    pub(crate) fn new(
+        prog: &Program,
+        args: &'a mut [ArgValue],
+        opts: &InterpOptions,
+    ) -> Result<Machine<'a>, InterpError> {
         let (mem, scalars) = Memory::bind(prog, args, opts.vscale)?;
         let mut rf = RegFile::new(prog, opts.vscale)?;
         for (reg, value) in scalars {
             match value {
                 Scalar::F(v) => rf.set_f(reg, v)?,
                 Scalar::I(v) => rf.set_i(reg, v)?,
-                Scalar::B(v) => rf.set_b(reg, v)?,
             }
         }
         Ok(Machine {
@@ -86,39 +89,31 @@ impl<'a> Machine<'a> {
                 self.stats.stores += 1;
                 self.stats.elements_stored += 1;
                 let index = self.rf.i(*index)?;
-                self.write_lane(*buf, *value, None, index)
+                match self.rf.class(*value) {
+                    Class::Float => {
+                        let x = self.rf.f(*value)?;
+                        self.mem.write_f(*buf, index, x)
+                    }
+                    Class::Int => {
+                        let x = self.rf.i(*value)?;
+                        self.mem.write_i(*buf, index, x)
+                    }
+                    Class::Bool => Err(InterpError::Internal("store of a bool".into())),
+                }
             }
             Stmt::VStore { buf, base, value, mask } => {
-                self.count_vector_store();
                 let base = self.rf.i(*base)?;
                 let n = self.vector_lanes(*value)?;
-                let active = self.active_mask(*mask, n)?;
-                for (lane, &on) in active.iter().enumerate() {
-                    if on {
-                        self.write_lane(*buf, *value, Some(lane), base.saturating_add(lane as i64))?;
-                    }
-                }
-                self.sb = active;
-                Ok(())
+                let mut idx = take(&mut self.si);
+                idx.clear();
+                idx.extend((0..n as i64).map(|i| base.saturating_add(i)));
+                self.vector_store(*buf, idx, *value, *mask)
             }
             Stmt::Scatter { buf, indices, value, mask } => {
-                self.count_vector_store();
-                let n = self.vector_lanes(*value)?;
-                let active = self.active_mask(*mask, n)?;
                 let mut idx = take(&mut self.si);
                 idx.clear();
                 idx.extend_from_slice(self.rf.vi(*indices)?);
-                if idx.len() != n {
-                    return Err(InterpError::Internal("scatter indices and value differ in lanes".into()));
-                }
-                for (lane, &on) in active.iter().enumerate() {
-                    if on {
-                        self.write_lane(*buf, *value, Some(lane), idx[lane])?;
-                    }
-                }
-                self.si = idx;
-                self.sb = active;
-                Ok(())
+                self.vector_store(*buf, idx, *value, *mask)
             }
             Stmt::Loop { var, start, end, body, .. } => {
                 let (start, end) = (self.rf.i(*start)?, self.rf.i(*end)?);
@@ -144,10 +139,25 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn count_vector_store(&mut self) {
+    /// Stores the active lanes of the vector `value` at `idx` (in lane order).
+    fn vector_store(&mut self, buf: BufId, idx: Vec<i64>, value: Reg, mask: Option<Reg>) -> R {
         self.stats.ops += 1;
         self.stats.vector_ops += 1;
         self.stats.stores += 1;
+        let n = self.vector_lanes(value)?;
+        if idx.len() != n {
+            return Err(InterpError::Internal("store indices and value differ in lanes".into()));
+        }
+        let active = self.active_mask(mask, n)?;
+        self.stats.elements_stored += active.iter().filter(|&&on| on).count() as u64;
+        match self.rf.class(value) {
+            Class::Float => self.mem.store_lanes_f(buf, &idx, &active, self.rf.vf(value)?)?,
+            Class::Int => self.mem.store_lanes_i(buf, &idx, &active, self.rf.vi(value)?)?,
+            Class::Bool => return Err(InterpError::Internal("store of a mask".into())),
+        }
+        self.si = idx;
+        self.sb = active;
+        Ok(())
     }
 
     fn vector_lanes(&self, r: Reg) -> Result<usize, InterpError> {
@@ -164,32 +174,6 @@ impl<'a> Machine<'a> {
             None => active.resize(n, true),
         }
         Ok(active)
-    }
-
-    /// Stores lane `lane` of `value` (or the scalar `value`) at `index` of `buf`.
-    fn write_lane(&mut self, buf: BufId, value: Reg, lane: Option<usize>, index: i64) -> R {
-        if lane.is_some() {
-            self.stats.elements_stored += 1;
-        }
-        match (self.rf.class(value), lane) {
-            (Class::Float, None) => {
-                let x = self.rf.f(value)?;
-                self.mem.write_f(buf, index, x)
-            }
-            (Class::Int, None) => {
-                let x = self.rf.i(value)?;
-                self.mem.write_i(buf, index, x)
-            }
-            (Class::Float, Some(l)) => {
-                let x = lane_of(self.rf.vf(value)?, l)?;
-                self.mem.write_f(buf, index, x)
-            }
-            (Class::Int, Some(l)) => {
-                let x = lane_of(self.rf.vi(value)?, l)?;
-                self.mem.write_i(buf, index, x)
-            }
-            (Class::Bool, _) => Err(InterpError::Internal("store of a bool".into())),
-        }
     }
 }
 

@@ -2,14 +2,13 @@
 //! buffers allocated per run with an initialization bitmap, and bounds-,
 //! initialization- and read-only-checked element access.
 
-use super::value::{round_float, Kind, Scalar};
+use super::value::{f64_to_f16, round_float, Kind, Scalar};
 use super::{ArgValue, InterpError};
 use crate::vprog::{BufId, BufKind, Buffer, Elem, Param, Program, Reg};
-use half::f16;
 use scaletune_space::TensorData;
 
 /// Local buffers larger than this many elements are rejected as invalid.
-const MAX_LOCAL_ELEMS: usize = 1 << 30;
+const MAX_LOCAL_ELEMS: usize = 1 << 27;
 
 enum Storage<'a> {
     /// A parameter tensor, assumed fully initialized.
@@ -64,6 +63,73 @@ fn scalar_arg(name: &str, kind: Kind, v: f64) -> Result<Scalar, InterpError> {
         return Err(InterpError::ArgMismatch(format!("scalar parameter `{name}` of kind {kind:?} cannot hold {v}")));
     }
     Ok(Scalar::I(v as i64))
+}
+
+fn out_of_bounds(name: &str, index: i64, len: usize) -> InterpError {
+    InterpError::OutOfBounds { buffer: name.to_string(), index, len }
+}
+
+/// Loads the active lanes at `idx` from `v` (checking bounds and, for locals,
+/// initialization); inactive lanes read nothing and yield zero.
+#[inline(always)]
+fn load_lanes<T: Copy, U: Default>(
+    name: &str,
+    v: &[T],
+    init: Option<&[u64]>,
+    idx: &[i64],
+    active: &[bool],
+    out: &mut Vec<U>,
+    conv: impl Fn(T) -> U,
+) -> Result<(), InterpError> {
+    for (&index, &on) in idx.iter().zip(active) {
+        if !on {
+            out.push(U::default());
+            continue;
+        }
+        if index < 0 || index as u64 >= v.len() as u64 {
+            return Err(out_of_bounds(name, index, v.len()));
+        }
+        let i = index as usize;
+        if let Some(init) = init {
+            if (init[i / 64] >> (i % 64)) & 1 == 0 {
+                return Err(InterpError::UninitRead { buffer: name.to_string(), index: i });
+            }
+        }
+        out.push(conv(v[i]));
+    }
+    Ok(())
+}
+
+/// Stores the active lanes of `values` at `idx` into `v`, in lane order.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn store_lanes<T, U: Copy>(
+    name: &str,
+    read_only: bool,
+    v: &mut [T],
+    mut init: Option<&mut Vec<u64>>,
+    idx: &[i64],
+    active: &[bool],
+    values: &[U],
+    conv: impl Fn(U) -> T,
+) -> Result<(), InterpError> {
+    for ((&index, &on), &x) in idx.iter().zip(active).zip(values) {
+        if !on {
+            continue;
+        }
+        if index < 0 || index as u64 >= v.len() as u64 {
+            return Err(out_of_bounds(name, index, v.len()));
+        }
+        let i = index as usize;
+        if read_only {
+            return Err(InterpError::ReadOnlyWrite { buffer: name.to_string(), index: i });
+        }
+        if let Some(init) = init.as_deref_mut() {
+            init[i / 64] |= 1 << (i % 64);
+        }
+        v[i] = conv(x);
+    }
+    Ok(())
 }
 
 impl<'a> Memory<'a> {
@@ -151,7 +217,7 @@ impl<'a> Memory<'a> {
     }
 
     /// Checks an access and returns the tensor and element position.
-    #[inline]
+    #[inline(always)]
     fn locate(&self, buf: BufId, index: i64) -> Result<(&TensorData, usize), InterpError> {
         let b = &self.bufs[buf.0 as usize];
         let (data, init) = match &b.storage {
@@ -174,7 +240,7 @@ impl<'a> Memory<'a> {
 
     /// Checks a write access (bounds, read-only), marks the element initialized
     /// and returns the tensor and element position.
-    #[inline]
+    #[inline(always)]
     fn locate_mut(&mut self, buf: BufId, index: i64) -> Result<(&mut TensorData, usize), InterpError> {
         let b = &mut self.bufs[buf.0 as usize];
         let len = match &b.storage {
@@ -200,7 +266,7 @@ impl<'a> Memory<'a> {
     }
 
     /// Reads a float element.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn read_f(&self, buf: BufId, index: i64) -> Result<f64, InterpError> {
         match self.locate(buf, index)? {
             (TensorData::F32(v), i) => Ok(f64::from(v[i])),
@@ -211,7 +277,7 @@ impl<'a> Memory<'a> {
     }
 
     /// Reads an integer element.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn read_i(&self, buf: BufId, index: i64) -> Result<i64, InterpError> {
         match self.locate(buf, index)? {
             (TensorData::I32(v), i) => Ok(i64::from(v[i])),
@@ -221,19 +287,19 @@ impl<'a> Memory<'a> {
     }
 
     /// Writes a float element (already rounded to the buffer's dtype).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn write_f(&mut self, buf: BufId, index: i64, x: f64) -> Result<(), InterpError> {
         match self.locate_mut(buf, index)? {
             (TensorData::F32(v), i) => v[i] = x as f32,
             (TensorData::F64(v), i) => v[i] = x,
-            (TensorData::F16(v), i) => v[i] = f16::from_f64(x),
+            (TensorData::F16(v), i) => v[i] = f64_to_f16(x),
             _ => return Err(InterpError::Internal("float write to an integer buffer".into())),
         }
         Ok(())
     }
 
     /// Writes an integer element (already wrapped to the buffer's dtype).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn write_i(&mut self, buf: BufId, index: i64, x: i64) -> Result<(), InterpError> {
         match self.locate_mut(buf, index)? {
             (TensorData::I32(v), i) => v[i] = x as i32,
@@ -241,5 +307,90 @@ impl<'a> Memory<'a> {
             _ => return Err(InterpError::Internal("integer write to a float buffer".into())),
         }
         Ok(())
+    }
+
+    fn parts(&self, buf: BufId) -> Result<(&str, &TensorData, Option<&[u64]>), InterpError> {
+        let b = &self.bufs[buf.0 as usize];
+        match &b.storage {
+            Storage::Param(d) => Ok((&b.name, &**d, None)),
+            Storage::Local { data, init } => Ok((&b.name, data, Some(init))),
+            Storage::Unbound => Err(InterpError::Internal(format!("buffer `{}` is unbound", b.name))),
+        }
+    }
+
+    /// Loads float lanes at `idx` into `out` (inactive lanes yield 0).
+    pub(crate) fn load_lanes_f(
+        &self,
+        buf: BufId,
+        idx: &[i64],
+        active: &[bool],
+        out: &mut Vec<f64>,
+    ) -> Result<(), InterpError> {
+        match self.parts(buf)? {
+            (name, TensorData::F32(v), init) => load_lanes(name, v, init, idx, active, out, f64::from),
+            (name, TensorData::F64(v), init) => load_lanes(name, v, init, idx, active, out, |x| x),
+            (name, TensorData::F16(v), init) => load_lanes(name, v, init, idx, active, out, |x| x.to_f64()),
+            _ => Err(InterpError::Internal("float load from an integer buffer".into())),
+        }
+    }
+
+    /// Loads integer lanes at `idx` into `out` (inactive lanes yield 0).
+    pub(crate) fn load_lanes_i(
+        &self,
+        buf: BufId,
+        idx: &[i64],
+        active: &[bool],
+        out: &mut Vec<i64>,
+    ) -> Result<(), InterpError> {
+        match self.parts(buf)? {
+            (name, TensorData::I32(v), init) => load_lanes(name, v, init, idx, active, out, i64::from),
+            (name, TensorData::I8(v), init) => load_lanes(name, v, init, idx, active, out, i64::from),
+            _ => Err(InterpError::Internal("integer load from a float buffer".into())),
+        }
+    }
+
+    /// Stores the active float lanes of `values` at `idx`, in lane order.
+    pub(crate) fn store_lanes_f(
+        &mut self,
+        buf: BufId,
+        idx: &[i64],
+        active: &[bool],
+        values: &[f64],
+    ) -> Result<(), InterpError> {
+        let BufMem { name, read_only, storage } = &mut self.bufs[buf.0 as usize];
+        let (data, init) = match storage {
+            Storage::Param(d) => (&mut **d, None),
+            Storage::Local { data, init } => (data, Some(init)),
+            Storage::Unbound => return Err(InterpError::Internal(format!("buffer `{name}` is unbound"))),
+        };
+        let ro = *read_only;
+        match data {
+            TensorData::F32(v) => store_lanes(name, ro, v, init, idx, active, values, |x| x as f32),
+            TensorData::F64(v) => store_lanes(name, ro, v, init, idx, active, values, |x| x),
+            TensorData::F16(v) => store_lanes(name, ro, v, init, idx, active, values, f64_to_f16),
+            _ => Err(InterpError::Internal("float store to an integer buffer".into())),
+        }
+    }
+
+    /// Stores the active integer lanes of `values` at `idx`, in lane order.
+    pub(crate) fn store_lanes_i(
+        &mut self,
+        buf: BufId,
+        idx: &[i64],
+        active: &[bool],
+        values: &[i64],
+    ) -> Result<(), InterpError> {
+        let BufMem { name, read_only, storage } = &mut self.bufs[buf.0 as usize];
+        let (data, init) = match storage {
+            Storage::Param(d) => (&mut **d, None),
+            Storage::Local { data, init } => (data, Some(init)),
+            Storage::Unbound => return Err(InterpError::Internal(format!("buffer `{name}` is unbound"))),
+        };
+        let ro = *read_only;
+        match data {
+            TensorData::I32(v) => store_lanes(name, ro, v, init, idx, active, values, |x| x as i32),
+            TensorData::I8(v) => store_lanes(name, ro, v, init, idx, active, values, |x| x as i8),
+            _ => Err(InterpError::Internal("integer store to a float buffer".into())),
+        }
     }
 }

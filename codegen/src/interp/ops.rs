@@ -25,12 +25,7 @@ fn same_len(a: usize, b: usize) -> R {
 
 /// Applies `f` lane by lane to two slices of equal length, pushing into `out`.
 #[inline]
-fn zip_into<T: Copy, U>(
-    out: &mut Vec<U>,
-    x: &[T],
-    y: &[T],
-    mut f: impl FnMut(T, T) -> Result<U, InterpError>,
-) -> R {
+fn zip_into<T: Copy, U>(out: &mut Vec<U>, x: &[T], y: &[T], mut f: impl FnMut(T, T) -> Result<U, InterpError>) -> R {
     same_len(x.len(), y.len())?;
     for (&a, &b) in x.iter().zip(y) {
         out.push(f(a, b)?);
@@ -40,7 +35,47 @@ fn zip_into<T: Copy, U>(
 
 impl Machine<'_> {
     /// Executes `dst = op`.
+    ///
+    /// Scalar arithmetic, scalar fma and scalar loads take a small inlined
+    /// fast path; everything else goes through [`Machine::assign_general`].
+    #[inline]
     pub(crate) fn assign(&mut self, dst: Reg, op: &Op) -> R {
+        match *op {
+            Op::Bin(o, a, b) if self.rf.lanes(a).is_none() => {
+                let kind = self.rf.kind(a);
+                match kind.class() {
+                    Class::Int => self.rf.set_i(dst, value::int_bin(o, kind, self.rf.i(a)?, self.rf.i(b)?)?),
+                    Class::Float => self.rf.set_f(dst, value::float_bin(o, kind, self.rf.f(a)?, self.rf.f(b)?)?),
+                    Class::Bool => self.rf.set_b(dst, value::bool_bin(o, self.rf.b(a)?, self.rf.b(b)?)?),
+                }
+            }
+            Op::Fma(a, b, c) if self.rf.lanes(a).is_none() => {
+                let kind = self.rf.kind(a);
+                self.rf.set_f(dst, value::fma(kind, self.rf.f(a)?, self.rf.f(b)?, self.rf.f(c)?))
+            }
+            Op::Load { buf, index } => {
+                self.stats.loads += 1;
+                self.stats.elements_loaded += 1;
+                let index = self.rf.i(index)?;
+                match self.rf.class(dst) {
+                    Class::Float => {
+                        let x = self.mem.read_f(buf, index)?;
+                        self.rf.set_f(dst, x)
+                    }
+                    Class::Int => {
+                        let x = self.mem.read_i(buf, index)?;
+                        self.rf.set_i(dst, x)
+                    }
+                    Class::Bool => Err(internal("load of a bool")),
+                }
+            }
+            _ => self.assign_general(dst, op),
+        }
+    }
+
+    /// Executes `dst = op` for every operation (the slow path of [`Machine::assign`]).
+    #[inline(never)]
+    fn assign_general(&mut self, dst: Reg, op: &Op) -> R {
         if self.rf.lanes(dst).is_some() {
             self.stats.vector_ops += 1;
         }
@@ -73,22 +108,7 @@ impl Machine<'_> {
                 self.sb = self.rf.put_vb(dst, out)?;
                 Ok(())
             }
-            Op::Load { buf, index } => {
-                self.stats.loads += 1;
-                self.stats.elements_loaded += 1;
-                let index = self.rf.i(*index)?;
-                match self.rf.class(dst) {
-                    Class::Float => {
-                        let x = self.mem.read_f(*buf, index)?;
-                        self.rf.set_f(dst, x)
-                    }
-                    Class::Int => {
-                        let x = self.mem.read_i(*buf, index)?;
-                        self.rf.set_i(dst, x)
-                    }
-                    Class::Bool => Err(internal("load of a bool")),
-                }
-            }
+            Op::Load { .. } => Err(internal("scalar load outside the fast path")),
             Op::VLoad { buf, base, mask, .. } => {
                 let base = self.rf.i(*base)?;
                 let n = self.dst_lanes(dst)?;
@@ -140,17 +160,13 @@ impl Machine<'_> {
             Class::Float => {
                 let mut out = take(&mut self.sf);
                 out.clear();
-                for (&i, &on) in idx.iter().zip(&active) {
-                    out.push(if on { self.mem.read_f(buf, i)? } else { 0.0 });
-                }
+                self.mem.load_lanes_f(buf, &idx, &active, &mut out)?;
                 self.sf = self.rf.put_vf(dst, out)?;
             }
             Class::Int => {
                 let mut out = take(&mut self.si2);
                 out.clear();
-                for (&i, &on) in idx.iter().zip(&active) {
-                    out.push(if on { self.mem.read_i(buf, i)? } else { 0 });
-                }
+                self.mem.load_lanes_i(buf, &idx, &active, &mut out)?;
                 self.si2 = self.rf.put_vi(dst, out)?;
             }
             Class::Bool => return Err(internal("load of a mask")),
@@ -305,8 +321,9 @@ impl Machine<'_> {
 
     fn select(&mut self, dst: Reg, c: Reg, a: Reg, b: Reg) -> R {
         if self.rf.lanes(c).is_none() {
-            // A scalar condition picks one whole operand.
-            let pick = if self.rf.b(c)? { a } else { b };
+            // A scalar condition picks one whole operand; both are read.
+            let (pick, other) = if self.rf.b(c)? { (a, b) } else { (b, a) };
+            self.rf.check_assigned(other)?;
             return self.copy(dst, pick);
         }
         let n = self.dst_lanes(dst)?;
@@ -314,7 +331,6 @@ impl Machine<'_> {
         cond.clear();
         cond.extend_from_slice(self.rf.vb(c)?);
         same_len(cond.len(), n)?;
-        let pick = |on: &bool, x, y| if *on { x } else { y };
         match self.rf.class(a) {
             Class::Float => {
                 let mut out = take(&mut self.sf);
@@ -322,7 +338,7 @@ impl Machine<'_> {
                 let (x, y) = (self.rf.vf(a)?, self.rf.vf(b)?);
                 same_len(x.len(), n)?;
                 same_len(y.len(), n)?;
-                out.extend(cond.iter().zip(x.iter().zip(y)).map(|(on, (&x, &y))| pick(on, x, y)));
+                out.extend(cond.iter().zip(x.iter().zip(y)).map(|(&on, (&x, &y))| if on { x } else { y }));
                 self.sf = self.rf.put_vf(dst, out)?;
             }
             Class::Int => {
@@ -331,7 +347,7 @@ impl Machine<'_> {
                 let (x, y) = (self.rf.vi(a)?, self.rf.vi(b)?);
                 same_len(x.len(), n)?;
                 same_len(y.len(), n)?;
-                out.extend(cond.iter().zip(x.iter().zip(y)).map(|(on, (&x, &y))| pick(on, x, y)));
+                out.extend(cond.iter().zip(x.iter().zip(y)).map(|(&on, (&x, &y))| if on { x } else { y }));
                 self.si = self.rf.put_vi(dst, out)?;
             }
             Class::Bool => {
@@ -340,7 +356,7 @@ impl Machine<'_> {
                 same_len(y.len(), n)?;
                 let mut out = take(&mut self.sb2);
                 out.clear();
-                out.extend(cond.iter().zip(x.iter().zip(y)).map(|(on, (&x, &y))| pick(on, x, y)));
+                out.extend(cond.iter().zip(x.iter().zip(y)).map(|(&on, (&x, &y))| if on { x } else { y }));
                 self.sb2 = self.rf.put_vb(dst, out)?;
             }
         }
@@ -397,7 +413,6 @@ impl Machine<'_> {
             return match conv(x)? {
                 Scalar::F(v) => self.rf.set_f(dst, v),
                 Scalar::I(v) => self.rf.set_i(dst, v),
-                Scalar::B(v) => self.rf.set_b(dst, v),
             };
         }
         match (from.class(), to.class()) {

@@ -6,6 +6,9 @@ use super::InterpError;
 use crate::vprog::{Program, Reg};
 use std::mem;
 
+/// Vectors wider than this many lanes are rejected as invalid.
+const MAX_LANES: usize = 1 << 20;
+
 /// Registers of one run, with types resolved at a fixed vscale.
 pub(crate) struct RegFile {
     slots: Vec<Slot>,
@@ -32,8 +35,11 @@ impl RegFile {
         for (i, ty) in prog.regs.iter().enumerate() {
             let kind = Kind::of(ty.elem);
             let lanes = ty.lanes.map(|l| l.count(vscale));
-            if lanes == Some(0) {
-                return Err(InterpError::InvalidProgram(format!("register %{i} has type {ty} with zero lanes")));
+            if lanes.is_some_and(|n| n == 0 || n > MAX_LANES) {
+                return Err(InterpError::InvalidProgram(format!(
+                    "register %{i} has type {ty}: {} lanes at vscale {vscale}",
+                    lanes.unwrap_or_default()
+                )));
             }
             rf.slots.push(Slot::empty(kind, lanes.is_some()));
             rf.kinds.push(kind);
@@ -43,13 +49,13 @@ impl RegFile {
     }
 
     /// The element kind of a register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn kind(&self, r: Reg) -> Kind {
         self.kinds[r.0 as usize]
     }
 
     /// The lane count of a vector register, `None` for a scalar.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lanes(&self, r: Reg) -> Option<usize> {
         self.lanes[r.0 as usize]
     }
@@ -59,7 +65,7 @@ impl RegFile {
         self.assigned[r.0 as usize] = false;
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, r: Reg) -> Result<&Slot, InterpError> {
         let i = r.0 as usize;
         if !self.assigned[i] {
@@ -68,8 +74,13 @@ impl RegFile {
         Ok(&self.slots[i])
     }
 
+    /// Checks that a register has been assigned.
+    pub(crate) fn check_assigned(&self, r: Reg) -> Result<(), InterpError> {
+        self.slot(r).map(|_| ())
+    }
+
     /// A scalar float register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn f(&self, r: Reg) -> Result<f64, InterpError> {
         match self.slot(r)? {
             Slot::F(v) => Ok(*v),
@@ -78,7 +89,7 @@ impl RegFile {
     }
 
     /// A scalar integer register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn i(&self, r: Reg) -> Result<i64, InterpError> {
         match self.slot(r)? {
             Slot::I(v) => Ok(*v),
@@ -87,7 +98,7 @@ impl RegFile {
     }
 
     /// A scalar bool register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn b(&self, r: Reg) -> Result<bool, InterpError> {
         match self.slot(r)? {
             Slot::B(v) => Ok(*v),
@@ -96,7 +107,7 @@ impl RegFile {
     }
 
     /// A float vector register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn vf(&self, r: Reg) -> Result<&[f64], InterpError> {
         match self.slot(r)? {
             Slot::VF(v) => Ok(v),
@@ -105,7 +116,7 @@ impl RegFile {
     }
 
     /// An integer vector register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn vi(&self, r: Reg) -> Result<&[i64], InterpError> {
         match self.slot(r)? {
             Slot::VI(v) => Ok(v),
@@ -114,7 +125,7 @@ impl RegFile {
     }
 
     /// A mask register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn vb(&self, r: Reg) -> Result<&[bool], InterpError> {
         match self.slot(r)? {
             Slot::VB(v) => Ok(v),
@@ -123,7 +134,7 @@ impl RegFile {
     }
 
     /// An optional mask of `n` lanes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn mask(&self, m: Option<Reg>, n: usize) -> Result<Option<&[bool]>, InterpError> {
         match m {
             None => Ok(None),
@@ -137,37 +148,40 @@ impl RegFile {
         }
     }
 
-    #[inline]
-    fn store(&mut self, r: Reg, value: Slot, what: &str) -> Result<(), InterpError> {
+    /// Assigns a scalar float (already rounded).
+    #[inline(always)]
+    pub(crate) fn set_f(&mut self, r: Reg, v: f64) -> Result<(), InterpError> {
         let i = r.0 as usize;
-        let same = matches!(
-            (&self.slots[i], &value),
-            (Slot::F(_), Slot::F(_)) | (Slot::I(_), Slot::I(_)) | (Slot::B(_), Slot::B(_))
-        );
-        if !same {
-            return Err(mismatch(r, what));
+        match self.slots.get_mut(i) {
+            Some(Slot::F(x)) => *x = v,
+            _ => return Err(mismatch(r, "a scalar float")),
         }
-        self.slots[i] = value;
         self.assigned[i] = true;
         Ok(())
     }
 
-    /// Assigns a scalar float (already rounded).
-    #[inline]
-    pub(crate) fn set_f(&mut self, r: Reg, v: f64) -> Result<(), InterpError> {
-        self.store(r, Slot::F(v), "a scalar float")
-    }
-
     /// Assigns a scalar integer (already wrapped).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set_i(&mut self, r: Reg, v: i64) -> Result<(), InterpError> {
-        self.store(r, Slot::I(v), "a scalar integer")
+        let i = r.0 as usize;
+        match self.slots.get_mut(i) {
+            Some(Slot::I(x)) => *x = v,
+            _ => return Err(mismatch(r, "a scalar integer")),
+        }
+        self.assigned[i] = true;
+        Ok(())
     }
 
     /// Assigns a scalar bool.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set_b(&mut self, r: Reg, v: bool) -> Result<(), InterpError> {
-        self.store(r, Slot::B(v), "a scalar bool")
+        let i = r.0 as usize;
+        match self.slots.get_mut(i) {
+            Some(Slot::B(x)) => *x = v,
+            _ => return Err(mismatch(r, "a scalar bool")),
+        }
+        self.assigned[i] = true;
+        Ok(())
     }
 
     fn check_lanes(&self, r: Reg, n: usize) -> Result<(), InterpError> {
@@ -218,7 +232,7 @@ impl RegFile {
     }
 
     /// The storage class of a register.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn class(&self, r: Reg) -> Class {
         self.kind(r).class()
     }

@@ -111,7 +111,6 @@ impl Slot {
 pub(crate) enum Scalar {
     F(f64),
     I(i64),
-    B(bool),
 }
 
 fn internal(what: &str) -> InterpError {
@@ -119,17 +118,33 @@ fn internal(what: &str) -> InterpError {
 }
 
 /// Rounds `x` to the precision of a float kind.
-#[inline]
+#[inline(always)]
 pub(crate) fn round_float(kind: Kind, x: f64) -> f64 {
     match kind {
         Kind::F32 => f64::from(x as f32),
-        Kind::F16 => f16::from_f64(x).to_f64(),
+        Kind::F16 => f64_to_f16(x).to_f64(),
         _ => x,
     }
 }
 
+/// Correctly rounded (to nearest, ties to even) conversion of f64 to f16.
+///
+/// `half::f16::from_f64` is not: on hosts with F16C it rounds through f32
+/// (double rounding) and its fallback drops the low mantissa bits. Here `x`
+/// is first rounded to f32 *to odd* (the sticky bit survives in the last
+/// place), after which f32 to f16 (a correct conversion in `half`) rounds once.
+pub(crate) fn f64_to_f16(x: f64) -> f16 {
+    let mut single = x as f32;
+    if single.is_finite() && f64::from(single) != x && single.to_bits() & 1 == 0 {
+        // Step one ulp toward x: away from zero if |x| is larger.
+        let bits = single.to_bits();
+        single = f32::from_bits(if x.abs() > f64::from(single).abs() { bits + 1 } else { bits - 1 });
+    }
+    f16::from_f32(single)
+}
+
 /// Wraps `x` to the width of an integer kind (sign-extended).
-#[inline]
+#[inline(always)]
 pub(crate) fn wrap_int(kind: Kind, x: i64) -> i64 {
     match kind {
         Kind::I8 => i64::from(x as i8),
@@ -142,7 +157,7 @@ pub(crate) fn wrap_int(kind: Kind, x: i64) -> i64 {
 ///
 /// Computing in f64 and rounding once is exact for f32 and f16 (f64 has more
 /// than twice their precision plus two bits).
-#[inline]
+#[inline(always)]
 pub(crate) fn float_bin(op: BinOp, kind: Kind, a: f64, b: f64) -> Result<f64, InterpError> {
     let r = match op {
         BinOp::Add => a + b,
@@ -158,7 +173,7 @@ pub(crate) fn float_bin(op: BinOp, kind: Kind, a: f64, b: f64) -> Result<f64, In
 }
 
 /// Elementwise binary operation on integers of `kind` (inputs in range).
-#[inline]
+#[inline(always)]
 pub(crate) fn int_bin(op: BinOp, kind: Kind, a: i64, b: i64) -> Result<i64, InterpError> {
     let r = match op {
         BinOp::Add => a.wrapping_add(b),
@@ -207,7 +222,7 @@ pub(crate) fn int_bin(op: BinOp, kind: Kind, a: i64, b: i64) -> Result<i64, Inte
 }
 
 /// Elementwise binary operation on booleans.
-#[inline]
+#[inline(always)]
 pub(crate) fn bool_bin(op: BinOp, a: bool, b: bool) -> Result<bool, InterpError> {
     match op {
         BinOp::And => Ok(a && b),
@@ -217,7 +232,7 @@ pub(crate) fn bool_bin(op: BinOp, a: bool, b: bool) -> Result<bool, InterpError>
 }
 
 /// Elementwise unary operation on floats.
-#[inline]
+#[inline(always)]
 pub(crate) fn float_un(op: UnOp, kind: Kind, a: f64) -> Result<f64, InterpError> {
     Ok(match op {
         UnOp::Neg => -a,
@@ -230,7 +245,7 @@ pub(crate) fn float_un(op: UnOp, kind: Kind, a: f64) -> Result<f64, InterpError>
 }
 
 /// Elementwise unary operation on integers.
-#[inline]
+#[inline(always)]
 pub(crate) fn int_un(op: UnOp, kind: Kind, a: i64) -> Result<i64, InterpError> {
     match op {
         UnOp::Neg => Ok(wrap_int(kind, a.wrapping_neg())),
@@ -240,7 +255,7 @@ pub(crate) fn int_un(op: UnOp, kind: Kind, a: i64) -> Result<i64, InterpError> {
 }
 
 /// Elementwise unary operation on booleans.
-#[inline]
+#[inline(always)]
 pub(crate) fn bool_un(op: UnOp, a: bool) -> Result<bool, InterpError> {
     match op {
         UnOp::Not => Ok(!a),
@@ -249,7 +264,7 @@ pub(crate) fn bool_un(op: UnOp, a: bool) -> Result<bool, InterpError> {
 }
 
 /// Fused multiply-add `a*b + c` with a single rounding to `kind`.
-#[inline]
+#[inline(always)]
 pub(crate) fn fma(kind: Kind, a: f64, b: f64, c: f64) -> f64 {
     match kind {
         Kind::F32 => f64::from((a as f32).mul_add(b as f32, c as f32)),
@@ -264,12 +279,12 @@ pub(crate) fn fma(kind: Kind, a: f64, b: f64, c: f64) -> f64 {
 /// which keeps all bits within 53), so rounding it to f16 is a single
 /// correct rounding.
 fn fma_f16(a: f64, b: f64, c: f64) -> f64 {
-    f16::from_f64(a * b + c).to_f64()
+    f64_to_f16(a * b + c).to_f64()
 }
 
 /// Float comparison: `Lt`, `Le`, `Eq` are ordered (false on NaN), `Ne` is
 /// unordered (true on NaN), like C's operators.
-#[inline]
+#[inline(always)]
 pub(crate) fn cmp_float(op: CmpOp, a: f64, b: f64) -> bool {
     match op {
         CmpOp::Lt => a < b,
@@ -280,7 +295,7 @@ pub(crate) fn cmp_float(op: CmpOp, a: f64, b: f64) -> bool {
 }
 
 /// Signed integer comparison.
-#[inline]
+#[inline(always)]
 pub(crate) fn cmp_int(op: CmpOp, a: i64, b: i64) -> bool {
     match op {
         CmpOp::Lt => a < b,
@@ -291,7 +306,7 @@ pub(crate) fn cmp_int(op: CmpOp, a: i64, b: i64) -> bool {
 }
 
 /// Boolean comparison (false < true).
-#[inline]
+#[inline(always)]
 pub(crate) fn cmp_bool(op: CmpOp, a: bool, b: bool) -> bool {
     match op {
         CmpOp::Lt => !a & b,
@@ -303,7 +318,7 @@ pub(crate) fn cmp_bool(op: CmpOp, a: bool, b: bool) -> bool {
 
 /// Numeric conversion between kinds: float to int truncates toward zero and
 /// saturates (NaN gives 0), int to int wraps, int to float rounds to nearest.
-#[inline]
+#[inline(always)]
 pub(crate) fn cast(to: Kind, x: Scalar) -> Result<Scalar, InterpError> {
     Ok(match (x, to.class()) {
         (Scalar::F(v), Class::Float) => Scalar::F(round_float(to, v)),
@@ -315,16 +330,16 @@ pub(crate) fn cast(to: Kind, x: Scalar) -> Result<Scalar, InterpError> {
         (Scalar::I(i), Class::Float) => Scalar::F(match to {
             Kind::F32 => f64::from(i as f32),
             // f64 is exact below 2^53; larger values are infinite in f16.
-            Kind::F16 => f16::from_f64(i as f64).to_f64(),
+            Kind::F16 => f64_to_f16(i as f64).to_f64(),
             _ => i as f64,
         }),
         (Scalar::I(i), Class::Int) => Scalar::I(wrap_int(to, i)),
-        _ => return Err(internal("cast to or from bool")),
+        (_, Class::Bool) => return Err(internal("cast to bool")),
     })
 }
 
 /// Reinterprets the bits of a value of kind `from` as kind `to` (same width).
-#[inline]
+#[inline(always)]
 pub(crate) fn bitcast(from: Kind, to: Kind, x: Scalar) -> Result<Scalar, InterpError> {
     if from == to {
         return Ok(x);
@@ -364,6 +379,22 @@ mod tests {
         let tiny = 2f64.powi(-24);
         assert_eq!(fma(Kind::F16, 48.0, 683.0, tiny), 32800.0);
         assert_eq!(fma(Kind::F16, 48.0, 683.0, 0.0), 32768.0);
+    }
+
+    #[test]
+    fn f64_to_f16_rounds_once() {
+        // Just above the tie between 1 and 1 + 2^-10; the f32 rounding of this
+        // value is the tie itself, so rounding through f32 would give 1.
+        let x = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(f64_to_f16(x).to_f64(), 1.0 + 2f64.powi(-10));
+        assert_eq!(f64_to_f16(1.0 + 2f64.powi(-11)).to_f64(), 1.0);
+        assert_eq!(f64_to_f16(-(1.0 + 3.0 * 2f64.powi(-11) - 2f64.powi(-40))).to_f64(), -(1.0 + 2f64.powi(-10)));
+        assert_eq!(f64_to_f16(65520.0).to_f64(), f64::INFINITY);
+        assert_eq!(f64_to_f16(65519.99).to_f64(), 65504.0);
+        assert_eq!(f64_to_f16(1e300).to_f64(), f64::INFINITY);
+        assert_eq!(f64_to_f16(2f64.powi(-25) + 2f64.powi(-60)).to_f64(), 2f64.powi(-24));
+        assert_eq!(f64_to_f16(2f64.powi(-25)).to_f64(), 0.0);
+        assert!(f64_to_f16(f64::NAN).is_nan());
     }
 
     #[test]

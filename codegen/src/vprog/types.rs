@@ -298,7 +298,7 @@ pub enum CmpOp {
     Le,
     /// `==`.
     Eq,
-    /// `!=`.
+    /// `!=` (unordered for floats: true if an operand is NaN).
     Ne,
 }
 
@@ -341,7 +341,7 @@ pub enum Op {
     Splat(Reg, Lanes),
     /// The index vector `0, 1, 2, ...`.
     Step(Lanes),
-    /// Mask whose lane `i` is `base + i < bound` (scalar index operands).
+    /// Mask whose lane `i` is `base + i < bound` (signed, without overflow; scalar index operands).
     ActiveLaneMask {
         /// First element index covered by lane 0.
         base: Reg,

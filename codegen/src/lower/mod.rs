@@ -1,0 +1,3 @@
+//! Lowering of scheduled loop nests to the vector program.
+
+pub mod math;
