@@ -139,3 +139,23 @@ impl Nest {
         init
     }
 }
+
+impl Nest {
+    /// Decomposes every remaining reduction initialization at the outermost
+    /// loop carrying the reduction (what lowering does with undecomposed
+    /// reductions). Blocks without a loop carrying their reduction keep
+    /// `init` (their every execution is the first of its reduction).
+    pub fn decompose_all_inits(&mut self) {
+        for b in self.all_blocks() {
+            if !self.block(b).init {
+                continue;
+            }
+            let red = self.reduction_loop_vars(b);
+            let anc = self.ancestors(Node::Block(b));
+            let Some(pos) = anc.iter().position(|l| red.contains(&self.loop_(*l).var)) else { continue };
+            let spatial = self.spatial_loop_vars(b);
+            let chain = anc[pos..].to_vec();
+            self.split_init(b, anc[pos], &chain, &red, &spatial);
+        }
+    }
+}

@@ -61,6 +61,17 @@ impl Nest {
                 return Err(err(format!("block `{}` does not depend on it", self.block(*b).name)));
             }
         }
+        for b in &blocks {
+            if self.block(*b).op != crate::workload::UpdateOp::Assign
+                && self.reduction_loop_vars(*b).contains(&var)
+                && self.spatial_loop_vars(*b).contains(&var)
+            {
+                return Err(err(format!(
+                    "it feeds both spatial and reduction iterators of block `{}`",
+                    self.block(*b).name
+                )));
+            }
+        }
         for w in &blocks {
             let t = self.block(*w).lhs.tensor;
             if let Some(r) = blocks.iter().find(|r| *r != w && self.block_reads(**r, t)) {

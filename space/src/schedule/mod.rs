@@ -9,6 +9,7 @@ mod compute_at;
 mod decompose;
 mod fuse;
 mod kinds;
+pub use kinds::{vector_lanes, MAX_UNROLL};
 mod region;
 mod reorder;
 mod split;

@@ -47,6 +47,9 @@ fn parse_call(cur: &mut Cursor) -> Result<Call, SyntaxError> {
     let name = if cur.at(",") || cur.at("=") {
         outs.push(first);
         while cur.eat(",") {
+            if cur.at("=") {
+                break;
+            }
             outs.push(cur.ident("a result name")?.0);
         }
         cur.expect("=", "after the result names")?;

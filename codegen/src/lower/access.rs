@@ -1,0 +1,163 @@
+//! Index expressions and memory accesses.
+
+use super::ctx::{Lowerer, Result};
+use crate::vprog::{BinOp, Elem, Op, Reg};
+use scaletune_space::expr::{linear_in, Expr};
+use scaletune_space::ids::TensorId;
+use scaletune_space::DType;
+
+/// How an access depends on the current vector lane.
+pub(crate) enum Shape {
+    /// The same element for every lane.
+    Uniform(Expr),
+    /// Consecutive elements starting at `base` (stride 1).
+    Contiguous(Expr),
+    /// Elements `base + stride * lane`.
+    Strided(Expr, i64),
+    /// Anything else: indices computed lane by lane.
+    Irregular(Expr),
+}
+
+impl Lowerer {
+    /// Emits a scalar index expression (every variable must be scalar here).
+    pub fn index(&mut self, e: &Expr) -> Result<Reg> {
+        Ok(match e {
+            Expr::Int(v) => self.b.index(*v),
+            Expr::VScale => match self.vscale_const {
+                Some(c) => self.b.index(c),
+                None => self.b.emit(Op::VScale),
+            },
+            Expr::Var(v) => match self.vars.get(v) {
+                Some(r) => *r,
+                None => {
+                    return Err(self.unsupported(format!("variable `{}` used outside its loop", self.nest.var(*v).name)))
+                }
+            },
+            Expr::Add(a, b) => self.bin_index(BinOp::Add, a, b)?,
+            Expr::Sub(a, b) => self.bin_index(BinOp::Sub, a, b)?,
+            Expr::Mul(a, b) => self.bin_index(BinOp::Mul, a, b)?,
+            Expr::FloorDiv(a, b) => self.bin_index(BinOp::FloorDiv, a, b)?,
+            Expr::FloorMod(a, b) => self.bin_index(BinOp::FloorMod, a, b)?,
+            Expr::Min(a, b) => self.bin_index(BinOp::Min, a, b)?,
+            Expr::Max(a, b) => self.bin_index(BinOp::Max, a, b)?,
+            Expr::CeilDiv(a, b) => {
+                let x = self.index(a)?;
+                let y = self.index(b)?;
+                let one = self.b.index(1);
+                let s = self.b.bin(BinOp::Add, x, y);
+                let s = self.b.bin(BinOp::Sub, s, one);
+                self.b.bin(BinOp::FloorDiv, s, y)
+            }
+            Expr::Load(t, idx) => {
+                let flat = self.nest.flat_index(*t, idx);
+                let i = self.index(&flat)?;
+                let v = self.b.emit(Op::Load { buf: self.bufs[t.index()], index: i });
+                self.b.emit(Op::Cast(v, Elem::Index))
+            }
+        })
+    }
+
+    fn bin_index(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Reg> {
+        let x = self.index(a)?;
+        let y = self.index(b)?;
+        Ok(self.b.bin(op, x, y))
+    }
+
+    /// Emits an index expression as a vector of lane values (the vector
+    /// variable is the lane number); gathers of index tensors use `mask`.
+    pub fn index_vec(&mut self, e: &Expr, mask: Option<Reg>) -> Result<Reg> {
+        let vc = self.vec.clone().expect("index_vec in a vector loop");
+        if !e.uses_var(vc.var) {
+            let s = self.index(e)?;
+            return Ok(self.b.emit(Op::Splat(s, vc.lanes)));
+        }
+        Ok(match e {
+            Expr::Var(_) => self.b.emit(Op::Step(vc.lanes)),
+            Expr::Add(a, b) => self.bin_vec(BinOp::Add, a, b, mask)?,
+            Expr::Sub(a, b) => self.bin_vec(BinOp::Sub, a, b, mask)?,
+            Expr::Mul(a, b) => self.bin_vec(BinOp::Mul, a, b, mask)?,
+            Expr::FloorDiv(a, b) => self.bin_vec(BinOp::FloorDiv, a, b, mask)?,
+            Expr::FloorMod(a, b) => self.bin_vec(BinOp::FloorMod, a, b, mask)?,
+            Expr::Min(a, b) => self.bin_vec(BinOp::Min, a, b, mask)?,
+            Expr::Max(a, b) => self.bin_vec(BinOp::Max, a, b, mask)?,
+            Expr::CeilDiv(a, b) => {
+                let e2 = (*a.clone() + *b.clone() - 1).floordiv(*b.clone());
+                self.index_vec(&e2, mask)?
+            }
+            Expr::Load(t, idx) => {
+                let flat = self.nest.flat_index(*t, idx);
+                let iv = self.index_vec(&flat, mask)?;
+                let v = self.b.emit(Op::Gather { buf: self.bufs[t.index()], indices: iv, mask });
+                self.b.emit(Op::Cast(v, Elem::Index))
+            }
+            Expr::Int(_) | Expr::VScale => unreachable!("constants do not use the lane variable"),
+        })
+    }
+
+    fn bin_vec(&mut self, op: BinOp, a: &Expr, b: &Expr, mask: Option<Reg>) -> Result<Reg> {
+        let x = self.index_vec(a, mask)?;
+        let y = self.index_vec(b, mask)?;
+        Ok(self.b.bin(op, x, y))
+    }
+
+    /// Classifies the flat element offset of an access by its lane dependence.
+    pub fn shape(&self, t: TensorId, bound_indices: &[Expr]) -> Shape {
+        let flat = self.nest.flat_index(t, bound_indices);
+        let Some(vc) = &self.vec else { return Shape::Uniform(flat) };
+        if !flat.uses_var(vc.var) {
+            return Shape::Uniform(flat);
+        }
+        match linear_in(&flat, vc.var, &self.nest) {
+            Some(lin) => match lin.const_coeff() {
+                Some(1) => Shape::Contiguous(lin.rest),
+                Some(c) => Shape::Strided(lin.rest, c),
+                None => Shape::Irregular(flat),
+            },
+            None => Shape::Irregular(flat),
+        }
+    }
+
+    /// Lane indices of a strided or irregular access.
+    pub fn lane_indices(&mut self, s: &Shape, mask: Option<Reg>) -> Result<Reg> {
+        let lanes = self.vec.as_ref().expect("vector context").lanes;
+        match s {
+            Shape::Strided(base, c) => {
+                let b = self.index(base)?;
+                let bs = self.b.emit(Op::Splat(b, lanes));
+                let st = self.b.emit(Op::Step(lanes));
+                let c = self.b.index(*c);
+                let cs = self.b.emit(Op::Splat(c, lanes));
+                let off = self.b.bin(BinOp::Mul, st, cs);
+                Ok(self.b.bin(BinOp::Add, bs, off))
+            }
+            Shape::Irregular(e) => self.index_vec(&e.clone(), mask),
+            Shape::Uniform(_) | Shape::Contiguous(_) => unreachable!("only strided and irregular accesses gather"),
+        }
+    }
+
+    /// Reads element(s) of tensor `t`; a vector in a vector loop unless uniform.
+    pub fn read(&mut self, t: TensorId, bound_indices: &[Expr], mask: Option<Reg>) -> Result<Reg> {
+        let buf = self.bufs[t.index()];
+        let s = self.shape(t, bound_indices);
+        Ok(match &s {
+            Shape::Uniform(flat) => {
+                let i = self.index(flat)?;
+                self.b.emit(Op::Load { buf, index: i })
+            }
+            Shape::Contiguous(base) => {
+                let lanes = self.vec.as_ref().expect("vector context").lanes;
+                let base = self.index(base)?;
+                self.b.emit(Op::VLoad { buf, base, lanes, mask })
+            }
+            _ => {
+                let idx = self.lane_indices(&s, mask)?;
+                self.b.emit(Op::Gather { buf, indices: idx, mask })
+            }
+        })
+    }
+
+    /// The dtype of a tensor.
+    pub fn dtype(&self, t: TensorId) -> DType {
+        self.nest.tensor(t).dtype
+    }
+}

@@ -1,0 +1,256 @@
+//! Blocks: predicates, values and the update of the written element.
+
+use super::access::Shape;
+use super::ctx::{Lowerer, Result};
+use super::math;
+use crate::vprog::{BinOp, CmpOp, Elem, Op, ReduceOp, Reg, Stmt, UnOp};
+use scaletune_space::expr::{linear_in, Expr};
+use scaletune_space::ids::BlockId;
+use scaletune_space::ir::Pred;
+use scaletune_space::workload::{BinOp as VBin, UnFn, UpdateOp, Value};
+use scaletune_space::DType;
+
+impl Lowerer {
+    /// Emits one block.
+    pub fn block(&mut self, b: BlockId) -> Result<()> {
+        let blk = self.nest.block(b).clone();
+        let vvar = self.vec.as_ref().map(|v| v.var);
+        let full = self.vec.as_ref().is_some_and(|v| v.full);
+        let (varying, uniform): (Vec<Pred>, Vec<Pred>) =
+            blk.predicates.iter().cloned().partition(|p| vvar.is_some_and(|v| p.lhs.uses_var(v) || p.rhs.uses_var(v)));
+        if !uniform.is_empty() {
+            let cond = self.conjunction(&uniform)?;
+            self.b.begin_body();
+            self.block_body(b, &varying, full)?;
+            let then_body = self.b.end_body();
+            self.b.push(Stmt::If { cond, then_body, else_body: Vec::new() });
+            Ok(())
+        } else {
+            self.block_body(b, &varying, full)
+        }
+    }
+
+    /// The scalar condition that every predicate holds.
+    pub fn conjunction(&mut self, preds: &[Pred]) -> Result<Reg> {
+        let mut acc: Option<Reg> = None;
+        for p in preds {
+            let l = self.index(&p.lhs)?;
+            let r = self.index(&p.rhs)?;
+            let c = self.b.emit(Op::Cmp(CmpOp::Lt, l, r));
+            acc = Some(match acc {
+                None => c,
+                Some(a) => self.b.bin(BinOp::And, a, c),
+            });
+        }
+        Ok(acc.unwrap_or_else(|| self.b.bool(true)))
+    }
+
+    /// The lane mask of predicates that depend on the vector lane.
+    fn mask(&mut self, preds: &[Pred]) -> Result<Option<Reg>> {
+        let Some(vc) = self.vec.clone() else { return Ok(None) };
+        let mut acc: Option<Reg> = None;
+        for p in preds {
+            let lin = if p.rhs.uses_var(vc.var) { None } else { linear_in(&p.lhs, vc.var, &self.nest) };
+            let m = match lin.as_ref().and_then(|l| l.const_coeff().map(|c| (c, l.rest.clone()))) {
+                Some((1, rest)) => {
+                    let base = self.index(&rest)?;
+                    let bound = self.index(&p.rhs)?;
+                    self.b.emit(Op::ActiveLaneMask { base, bound, lanes: vc.lanes })
+                }
+                _ => {
+                    let l = self.index_vec(&p.lhs, acc)?;
+                    let r = self.index_vec(&p.rhs, acc)?;
+                    self.b.emit(Op::Cmp(CmpOp::Lt, l, r))
+                }
+            };
+            acc = Some(match acc {
+                None => m,
+                Some(a) => self.b.bin(BinOp::And, a, m),
+            });
+        }
+        Ok(acc)
+    }
+
+    fn block_body(&mut self, b: BlockId, varying: &[Pred], full: bool) -> Result<()> {
+        let blk = self.nest.block(b).clone();
+        let mask = if full { None } else { self.mask(varying)? };
+        let value = self.value(b, &blk.rhs, mask)?;
+        let t = blk.lhs.tensor;
+        let dtype = self.dtype(t);
+        let value = self.convert(value, dtype);
+        let bound: Vec<Expr> = blk.lhs.indices.iter().map(|e| self.nest.bind(b, e)).collect();
+        let buf = self.bufs[t.index()];
+        let neutral = blk.op.neutral(dtype);
+        // Vector accumulator of a reduction over the vector loop.
+        if let (Some(acc), Some(_)) = (self.active_accs.get(&b).copied(), &self.vec) {
+            let value = self.widen(value);
+            let n = neutral.expect("reductions have a neutral element");
+            let value = self.masked(value, mask, n, dtype);
+            let next = self.combine(blk.op, acc, value);
+            self.b.assign(acc, Op::Copy(next));
+            return Ok(());
+        }
+        let shape = self.shape(t, &bound);
+        match shape {
+            Shape::Uniform(flat) => {
+                let value = if self.vec.is_some() {
+                    // A reduction over the lanes, completed in this iteration.
+                    let n = neutral.ok_or_else(|| {
+                        self.unsupported(format!("block `{}` writes one element from every lane", blk.name))
+                    })?;
+                    let v = self.widen(value);
+                    let v = self.masked(v, mask, n, dtype);
+                    self.b.emit(Op::Reduce(reduce_op(blk.op), v))
+                } else {
+                    value
+                };
+                let i = self.index(&flat)?;
+                let new = match (blk.op, blk.init) {
+                    (UpdateOp::Assign, _) => value,
+                    (op, true) => {
+                        let c = self.b.constant(neutral.unwrap_or(0.0), dtype);
+                        self.combine(op, c, value)
+                    }
+                    (op, false) => {
+                        let old = self.b.emit(Op::Load { buf, index: i });
+                        self.combine(op, old, value)
+                    }
+                };
+                self.b.push(Stmt::Store { buf, index: i, value: new });
+            }
+            Shape::Contiguous(base) => {
+                let lanes = self.vec.as_ref().expect("vector context").lanes;
+                let value = self.widen(value);
+                let base = self.index(&base)?;
+                let new = match (blk.op, blk.init) {
+                    (UpdateOp::Assign, _) => value,
+                    (op, true) => {
+                        let c = self.b.constant(neutral.unwrap_or(0.0), dtype);
+                        let c = self.b.emit(Op::Splat(c, lanes));
+                        self.combine(op, c, value)
+                    }
+                    (op, false) => {
+                        let old = self.b.emit(Op::VLoad { buf, base, lanes, mask });
+                        self.combine(op, old, value)
+                    }
+                };
+                self.b.push(Stmt::VStore { buf, base, value: new, mask });
+            }
+            s @ (Shape::Strided(..) | Shape::Irregular(_)) => {
+                let value = self.widen(value);
+                let idx = self.lane_indices(&s, mask)?;
+                let new = match (blk.op, blk.init) {
+                    (UpdateOp::Assign, _) => value,
+                    (op, true) => {
+                        let lanes = self.vec.as_ref().expect("vector context").lanes;
+                        let c = self.b.constant(neutral.unwrap_or(0.0), dtype);
+                        let c = self.b.emit(Op::Splat(c, lanes));
+                        self.combine(op, c, value)
+                    }
+                    (op, false) => {
+                        let old = self.b.emit(Op::Gather { buf, indices: idx, mask });
+                        self.combine(op, old, value)
+                    }
+                };
+                self.b.push(Stmt::Scatter { buf, indices: idx, value: new, mask });
+            }
+        }
+        Ok(())
+    }
+
+    /// `select(mask, v, neutral)` (or `v` without a mask).
+    fn masked(&mut self, v: Reg, mask: Option<Reg>, neutral: f64, dtype: DType) -> Reg {
+        match mask {
+            None => v,
+            Some(m) => {
+                let lanes = self.b.ty(v).lanes.expect("a vector");
+                let n = self.b.constant(neutral, dtype);
+                let n = self.b.emit(Op::Splat(n, lanes));
+                self.b.emit(Op::Select(m, v, n))
+            }
+        }
+    }
+
+    /// `a op b` for an update operator.
+    pub fn combine(&mut self, op: UpdateOp, a: Reg, b: Reg) -> Reg {
+        match op {
+            UpdateOp::Assign => b,
+            UpdateOp::Add => self.b.bin(BinOp::Add, a, b),
+            UpdateOp::Max => self.b.bin(BinOp::Max, a, b),
+            UpdateOp::Min => self.b.bin(BinOp::Min, a, b),
+        }
+    }
+
+    /// Splats a scalar to the current vector width (no-op outside vector loops or for vectors).
+    pub fn widen(&mut self, r: Reg) -> Reg {
+        match &self.vec {
+            Some(vc) if !self.b.ty(r).is_vector() => {
+                let lanes = vc.lanes;
+                self.b.emit(Op::Splat(r, lanes))
+            }
+            _ => r,
+        }
+    }
+
+    fn convert(&mut self, r: Reg, to: DType) -> Reg {
+        if self.b.ty(r).elem == Elem::Data(to) {
+            r
+        } else {
+            self.b.emit(Op::Cast(r, Elem::Data(to)))
+        }
+    }
+
+    /// Emits a value expression: scalar when it does not depend on the lane.
+    pub fn value(&mut self, b: BlockId, v: &Value, mask: Option<Reg>) -> Result<Reg> {
+        Ok(match v {
+            Value::Const(c, d) => self.b.constant(*c, *d),
+            Value::Scalar(i, _) => self.scalars[*i],
+            Value::Read(a, _) => {
+                let bound: Vec<Expr> = a.indices.iter().map(|e| self.nest.bind(b, e)).collect();
+                self.read(a.tensor, &bound, mask)?
+            }
+            Value::Cast(d, x) => {
+                let r = self.value(b, x, mask)?;
+                self.convert(r, *d)
+            }
+            Value::Un(f, x) => {
+                let r = self.value(b, x, mask)?;
+                match f {
+                    UnFn::Neg => self.b.emit(Op::Un(UnOp::Neg, r)),
+                    UnFn::Abs => self.b.emit(Op::Un(UnOp::Abs, r)),
+                    UnFn::Sqrt => self.b.emit(Op::Un(UnOp::Sqrt, r)),
+                    UnFn::Exp => math::exp(&mut self.b, r),
+                    UnFn::Cos => math::cos(&mut self.b, r),
+                }
+            }
+            Value::Bin(op, x, y) => {
+                let mut rx = self.value(b, x, mask)?;
+                let mut ry = self.value(b, y, mask)?;
+                let (vx, vy) = (self.b.ty(rx).is_vector(), self.b.ty(ry).is_vector());
+                if vx && !vy {
+                    ry = self.widen(ry);
+                } else if vy && !vx {
+                    rx = self.widen(rx);
+                }
+                let o = match op {
+                    VBin::Add => BinOp::Add,
+                    VBin::Sub => BinOp::Sub,
+                    VBin::Mul => BinOp::Mul,
+                    VBin::Div => BinOp::Div,
+                    VBin::Max => BinOp::Max,
+                    VBin::Min => BinOp::Min,
+                };
+                self.b.bin(o, rx, ry)
+            }
+        })
+    }
+}
+
+/// The horizontal reduction of an update operator.
+pub(crate) fn reduce_op(op: UpdateOp) -> ReduceOp {
+    match op {
+        UpdateOp::Max => ReduceOp::Max,
+        UpdateOp::Min => ReduceOp::Min,
+        _ => ReduceOp::Add,
+    }
+}

@@ -1,0 +1,193 @@
+//! The lowering context, buffer setup and the entry point.
+
+use super::reduce::AccPlan;
+use super::tails::{TailPlan, VecMode};
+use crate::vprog::{verify, BufId, BufKind, Buffer, Builder, Lanes, Program, Reg, VerifyError};
+use scaletune_space::expr::{eval, simplify, Expr};
+use scaletune_space::ids::{BlockId, LoopId, VarId};
+use scaletune_space::ir::{Nest, Scope};
+use scaletune_space::schedule::vector_lanes;
+use scaletune_space::workload::Role;
+use std::collections::HashMap;
+use thiserror::Error;
+
+/// Lowering failed.
+#[derive(Debug, Error)]
+pub enum LowerError {
+    /// The nest uses something the lowering cannot express.
+    #[error("cannot lower `{kernel}`: {message}")]
+    Unsupported {
+        /// Kernel name.
+        kernel: String,
+        /// What is unsupported.
+        message: String,
+    },
+    /// The produced vector program is ill-typed (a lowering bug).
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
+}
+
+/// The vector loop currently being emitted.
+#[derive(Clone, Debug)]
+pub(crate) struct VecCtx {
+    pub var: VarId,
+    pub lanes: Lanes,
+    /// All lanes are known active (the full version of a peeled/scalar tail).
+    pub full: bool,
+}
+
+pub(crate) struct Lowerer {
+    pub nest: Nest,
+    pub b: Builder,
+    pub vscale_const: Option<i64>,
+    pub bufs: Vec<BufId>,
+    pub scalars: Vec<Reg>,
+    pub vars: HashMap<VarId, Reg>,
+    pub vec: Option<VecCtx>,
+    pub tails: TailPlan,
+    pub modes: HashMap<LoopId, VecMode>,
+    pub accs: AccPlan,
+    pub active_accs: HashMap<BlockId, Reg>,
+}
+
+pub(crate) type Result<T> = std::result::Result<T, LowerError>;
+
+/// Lowers a scheduled nest to a vector program named `kernel`.
+///
+/// Kernel parameters: one pointer per workload tensor that is an input or
+/// output (declaration order), then the scalar arguments. On fixed-length
+/// targets (`nest.caps.scalable == false`) vscale is the constant of the caps
+/// and every vector is fixed.
+pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
+    let mut nest = nest.clone();
+    nest.decompose_all_inits();
+    let vscale_const = nest.caps.fixed_vscale().map(i64::from);
+    let tails = TailPlan::build(&nest, vscale_const);
+    let accs = AccPlan::build(&nest);
+    let mut lw = Lowerer {
+        b: Builder::new(kernel),
+        nest,
+        vscale_const,
+        bufs: Vec::new(),
+        scalars: Vec::new(),
+        vars: HashMap::new(),
+        vec: None,
+        tails,
+        modes: HashMap::new(),
+        accs,
+        active_accs: HashMap::new(),
+    };
+    lw.setup_buffers()?;
+    for n in lw.nest.root.clone() {
+        lw.node(n)?;
+    }
+    let prog = lw.b.finish();
+    verify(&prog)?;
+    Ok(prog)
+}
+
+impl Lowerer {
+    pub fn unsupported(&self, message: impl Into<String>) -> LowerError {
+        LowerError::Unsupported { kernel: self.b.program().name.clone(), message: message.into() }
+    }
+
+    /// The lanes of a vector loop on this target.
+    pub fn lanes_of(&self, l: LoopId) -> Result<Lanes> {
+        let ext = simplify(self.nest.extent(l), &self.nest);
+        let (c, scalable) = vector_lanes(&ext).ok_or_else(|| {
+            self.unsupported(format!(
+                "vector loop `{}` has extent {}",
+                self.nest.loop_name(l),
+                self.nest.expr_text(&ext)
+            ))
+        })?;
+        Ok(match (scalable, self.vscale_const) {
+            (true, Some(v)) => Lanes::fixed(c * v as u32),
+            (true, None) => Lanes::scalable(c),
+            (false, _) => Lanes::fixed(c),
+        })
+    }
+
+    /// Evaluates a variable-free expression at a given vscale.
+    fn eval_at(&self, e: &Expr, vs: i64) -> Option<i64> {
+        eval(e, &|_| None, vs, &|_, _| None).ok()
+    }
+
+    /// Coefficients (lowest power first) of the element count of a local
+    /// buffer as a polynomial in vscale, or its largest value over the
+    /// target's vscale domain when it is not a polynomial.
+    fn local_len(&self, shape: &[Expr]) -> Result<Vec<i64>> {
+        let domain: Vec<i64> = match self.vscale_const {
+            Some(v) => vec![v],
+            None => self.nest.caps.vscale_values.iter().map(|v| i64::from(*v)).collect(),
+        };
+        let mut poly = vec![1i64];
+        let mut fallback = false;
+        for d in shape {
+            if !d.vars().is_empty() {
+                return Err(self.unsupported("a local buffer's shape depends on loop variables"));
+            }
+            let (Some(f1), Some(f2)) = (self.eval_at(d, 1), self.eval_at(d, 2)) else {
+                fallback = true;
+                continue;
+            };
+            let (b1, a0) = (f2 - f1, 2 * f1 - f2);
+            if domain.iter().all(|&v| self.eval_at(d, v) == Some(a0 + b1 * v)) && self.vscale_const.is_none() {
+                let mut next = vec![0i64; poly.len() + 1];
+                for (p, c) in poly.iter().enumerate() {
+                    next[p] += c * a0;
+                    next[p + 1] += c * b1;
+                }
+                poly = next;
+            } else {
+                fallback = true;
+            }
+        }
+        if fallback || self.vscale_const.is_some() {
+            let mut best = 0i64;
+            for &v in &domain {
+                let mut n = 1i64;
+                for d in shape {
+                    n *= self.eval_at(d, v).ok_or_else(|| self.unsupported("a local buffer has no size"))?;
+                }
+                best = best.max(n);
+            }
+            return Ok(vec![best]);
+        }
+        while poly.len() > 1 && poly.last() == Some(&0) {
+            poly.pop();
+        }
+        Ok(poly)
+    }
+
+    fn setup_buffers(&mut self) -> Result<()> {
+        let tensors = self.nest.tensors.clone();
+        let mut ids = Vec::new();
+        for t in &tensors {
+            let param = t.scope == Scope::Global && t.role != Role::Temp;
+            let kind = if param { BufKind::Param } else { BufKind::Local { len: self.local_len(&t.shape)? } };
+            let len = if param {
+                t.shape.iter().map(|d| d.as_int().unwrap_or(0)).product::<i64>().max(0) as usize
+            } else {
+                0
+            };
+            let id = self.b.add_buffer(Buffer {
+                name: t.name.clone(),
+                dtype: t.dtype,
+                kind,
+                len,
+                read_only: t.role == Role::Input,
+            });
+            if param {
+                self.b.add_tensor_param(id);
+            }
+            ids.push(id);
+        }
+        self.bufs = ids;
+        for s in self.nest.scalars.clone() {
+            let r = self.b.add_scalar_param(&s.name, s.dtype);
+            self.scalars.push(r);
+        }
+        Ok(())
+    }
+}

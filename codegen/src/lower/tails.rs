@@ -1,0 +1,132 @@
+//! Versioning for the `peel` and `scalar` tail strategies.
+//!
+//! For a vector loop `V` the *full condition* says that every lane of the
+//! current vector is active: each tail predicate of the blocks under `V`,
+//! evaluated at the last lane. It is checked at the innermost enclosing loop
+//! `T` whose variable it uses. When it is affine in `T`'s variable, `T` is
+//! split into `[0, B)` (full vectors, unmasked) and `[B, extent)` (the tail:
+//! masked for `peel`, a scalar loop for `scalar`); otherwise each iteration
+//! of `T` branches between the two versions. If no enclosing loop is
+//! involved, the branch sits around `V` itself.
+
+use scaletune_space::expr::{linear_in, simplify, Expr};
+use scaletune_space::ids::LoopId;
+use scaletune_space::ir::{LoopKind, Nest, Node, Pred, Tail};
+use std::collections::HashMap;
+
+/// How a vector loop is emitted in the current version of its enclosing code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VecMode {
+    /// All lanes active: no masks.
+    Full,
+    /// The tail: masked (`peel`) or scalar (`scalar`).
+    Tail,
+}
+
+/// Versioning decided at one loop.
+#[derive(Clone, Debug)]
+pub(crate) struct Versioning {
+    /// The vector loops whose modes this versioning sets.
+    pub vloops: Vec<LoopId>,
+    /// Conditions that together mean "all lanes active".
+    pub conds: Vec<Pred>,
+    /// When affine: the first iteration that is not full (`None`: branch per iteration).
+    pub bound: Option<Expr>,
+}
+
+/// Versioning decisions for the whole nest.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TailPlan {
+    /// Keyed by the loop `T` whose range is split (or whose body branches).
+    pub at_loop: HashMap<LoopId, Versioning>,
+    /// Keyed by the vector loop itself when the condition uses no loop variable.
+    pub at_vector: HashMap<LoopId, Vec<Pred>>,
+}
+
+impl TailPlan {
+    pub fn build(nest: &Nest, vscale_const: Option<i64>) -> TailPlan {
+        let mut plan = TailPlan::default();
+        for v in nest.all_loops() {
+            let LoopKind::Vectorize(tail) = nest.loop_(v).kind else { continue };
+            if tail == Tail::Predicate {
+                continue;
+            }
+            let var = nest.loop_(v).var;
+            let mut last = nest.extent(v).clone() - 1;
+            if let Some(c) = vscale_const {
+                last = last.with_vscale(c);
+            }
+            let mut conds: Vec<Pred> = Vec::new();
+            for b in nest.blocks_in(Node::Loop(v)) {
+                for p in &nest.block(b).predicates {
+                    if !p.lhs.uses_var(var) {
+                        continue;
+                    }
+                    let at_last = p.lhs.substitute(&|x| (x == var).then(|| last.clone()));
+                    let q = Pred { lhs: simplify(&at_last, nest), rhs: p.rhs.clone() };
+                    if !conds.contains(&q) {
+                        conds.push(q);
+                    }
+                }
+            }
+            if conds.is_empty() {
+                continue;
+            }
+            let anc = nest.ancestors(Node::Loop(v));
+            let t = anc.iter().rev().find(|a| {
+                let av = nest.loop_(**a).var;
+                conds.iter().any(|c| c.lhs.uses_var(av) || c.rhs.uses_var(av))
+            });
+            match t {
+                None => {
+                    plan.at_vector.insert(v, conds);
+                }
+                Some(t) => {
+                    let entry = plan.at_loop.entry(*t).or_insert(Versioning {
+                        vloops: Vec::new(),
+                        conds: Vec::new(),
+                        bound: None,
+                    });
+                    entry.vloops.push(v);
+                    for c in conds {
+                        if !entry.conds.contains(&c) {
+                            entry.conds.push(c);
+                        }
+                    }
+                }
+            }
+        }
+        let keys: Vec<LoopId> = plan.at_loop.keys().copied().collect();
+        for t in keys {
+            let bound = split_bound(nest, t, &plan.at_loop[&t].conds);
+            if let Some(e) = plan.at_loop.get_mut(&t) {
+                e.bound = bound;
+            }
+        }
+        plan
+    }
+}
+
+/// `min_i floordiv(rhs_i - rest_i - 1, a_i) + 1`, clamped to `[0, extent]`,
+/// when every condition is `a_i * t + rest_i < rhs_i` with constant `a_i > 0`.
+fn split_bound(nest: &Nest, t: LoopId, conds: &[Pred]) -> Option<Expr> {
+    if nest.loop_(t).kind == LoopKind::Unroll {
+        return None;
+    }
+    let var = nest.loop_(t).var;
+    let mut bound: Option<Expr> = None;
+    for c in conds {
+        if c.rhs.uses_var(var) {
+            return None;
+        }
+        let lin = linear_in(&c.lhs, var, nest)?;
+        let a = lin.const_coeff().filter(|a| *a > 0)?;
+        let b = (c.rhs.clone() - lin.rest - 1).floordiv(Expr::Int(a)) + 1;
+        bound = Some(match bound {
+            None => b,
+            Some(x) => x.min(b),
+        });
+    }
+    let b = bound?.min(nest.extent(t).clone()).max(Expr::Int(0));
+    Some(simplify(&b, nest))
+}

@@ -1,0 +1,188 @@
+//! Lowering checked against the workload reference through the interpreter
+//! at several vscale values.
+
+use crate::interp::{run, ArgValue, InterpOptions};
+use crate::lower::lower;
+use crate::vprog::{Op, Program, Stmt};
+use scaletune_space::data::make_args;
+use scaletune_space::ir::Nest;
+use scaletune_space::reference::{compare, evaluate};
+use scaletune_space::trace::parse_trace;
+use scaletune_space::workload::{load, Role};
+use scaletune_space::VectorCaps;
+
+pub(crate) const MATMUL_EXAMPLE: &str = r#"b = get_block("C")
+i, j, k = get_loops(b)
+i0, i1 = split(i, factors=[None, 4])
+j0, j1 = split(j, factors=[None, 4*vscale])
+reorder(i0, j0, k, i1, j1)
+unroll(i1)
+vectorize(j1, tail="predicate")
+"#;
+
+/// Lowers `trace` on `workload` and checks every output at every vscale of `caps`.
+pub(crate) fn check(workload: &str, trace: &str, caps: VectorCaps) -> Program {
+    let w = load(workload).expect("workload");
+    let mut nest = Nest::from_workload(&w, caps.clone());
+    parse_trace(trace).expect("parses").apply(&mut nest).unwrap_or_else(|e| panic!("{e}"));
+    let prog = lower(&nest, "kernel").unwrap_or_else(|e| panic!("{e}\n{nest}"));
+    let args = make_args(&w, 5);
+    let reference = evaluate(&w, &args).expect("reference");
+    for &vs in &caps.vscale_values {
+        let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
+        a.extend(w.scalars.iter().map(|s| ArgValue::Scalar(s.value)));
+        run(&prog, &mut a, &InterpOptions::new(vs)).unwrap_or_else(|e| panic!("vscale {vs}: {e}\n{nest}\n{prog}"));
+        for (k, id) in w.arg_tensors().iter().enumerate() {
+            if w.tensor(*id).role != Role::Output {
+                continue;
+            }
+            let got = a[k].as_tensor().expect("tensor");
+            let c = compare(&w.tensor(*id).name, got, &reference[id.index()]);
+            assert!(c.passed(), "vscale {vs}: {c:?}\n{nest}\n{prog}");
+        }
+    }
+    prog
+}
+
+fn sve() -> VectorCaps {
+    VectorCaps::scalable(128, 128, 2048)
+}
+
+fn count(p: &Program, f: &dyn Fn(&Stmt) -> bool) -> usize {
+    fn walk(s: &[Stmt], f: &dyn Fn(&Stmt) -> bool) -> usize {
+        s.iter()
+            .map(|x| {
+                f(x) as usize
+                    + match x {
+                        Stmt::Loop { body, .. } => walk(body, f),
+                        Stmt::If { then_body, else_body, .. } => walk(then_body, f) + walk(else_body, f),
+                        _ => 0,
+                    }
+            })
+            .sum()
+    }
+    walk(&p.body, f)
+}
+
+fn has_op(p: &Program, f: &dyn Fn(&Op) -> bool) -> bool {
+    count(p, &|s| matches!(s, Stmt::Assign { op, .. } if f(op))) > 0
+}
+
+#[test]
+fn naive_nests_of_every_workload() {
+    for w in scaletune_space::workload::shipped_names() {
+        let small = match w {
+            "matmul" | "matmul_bt" | "matmul_i8" | "matmul_f16" => format!("{w}:M=5,N=6,K=7"),
+            "batch_matmul" => format!("{w}:BS=2,M=3,N=4,K=5"),
+            "conv2d_nhwc" => format!("{w}:H=5,WI=6,C=3,F=4"),
+            "depthwise_conv2d_nhwc" => format!("{w}:H=5,WI=6,C=3"),
+            "paged_read" => format!("{w}:P=9,PAGES=50"),
+            _ => w.to_string(),
+        };
+        check(&small, "", VectorCaps::fixed(128));
+    }
+}
+
+#[test]
+fn matmul_example_with_every_tail() {
+    for tail in ["predicate", "peel", "scalar"] {
+        let t = MATMUL_EXAMPLE.replace("\"predicate\"", &format!("\"{tail}\""));
+        let p = check("matmul:M=67,N=131,K=29", &t, VectorCaps::scalable(128, 128, 2048));
+        let masks = has_op(&p, &|o| matches!(o, Op::ActiveLaneMask { .. }));
+        assert_eq!(masks, tail != "scalar", "{tail}");
+    }
+}
+
+#[test]
+fn matmul_example_on_fixed_and_rvv_caps() {
+    check("matmul:M=67,N=131,K=29", MATMUL_EXAMPLE, VectorCaps::fixed(512));
+    check("matmul:M=67,N=131,K=29", MATMUL_EXAMPLE, VectorCaps::scalable(64, 128, 1024));
+}
+
+#[test]
+fn sum_cos_vectorized_reduction_accumulates_in_a_register() {
+    let t = r#"b = get_block("S")
+i, = get_loops(b)
+i0, i1 = split(i, factors=[None, 4*vscale])
+vectorize(i1, tail="predicate")
+"#;
+    let p = check("sum_cos:N=500", t, sve());
+    // One horizontal reduction, after the loop.
+    assert_eq!(count(&p, &|s| matches!(s, Stmt::Assign { op: Op::Reduce(..), .. })), 1);
+    for tail in ["peel", "scalar"] {
+        check("sum_cos:N=500", &t.replace("\"predicate\"", &format!("\"{tail}\"")), sve());
+    }
+}
+
+#[test]
+fn paged_read_gathers_or_loads_rows() {
+    let gather = r#"b = get_block("X")
+p, v = get_loops(b)
+p0, p1 = split(p, factors=[None, 4*vscale])
+reorder(p0, v, p1)
+vectorize(p1)
+"#;
+    let prog = check("paged_read", gather, sve());
+    assert!(has_op(&prog, &|o| matches!(o, Op::Gather { .. })));
+    let rows = r#"b = get_block("X")
+p, v = get_loops(b)
+vectorize(v)
+"#;
+    let prog = check("paged_read", rows, sve());
+    assert!(!has_op(&prog, &|o| matches!(o, Op::Gather { .. })));
+    assert!(has_op(&prog, &|o| matches!(o, Op::VLoad { .. })));
+}
+
+#[test]
+fn matmul_bt_with_gathered_and_contiguous_dimensions() {
+    let gathered = r#"b = get_block("C")
+i, j, k = get_loops(b)
+j0, j1 = split(j, factors=[None, 4*vscale])
+reorder(i, j0, k, j1)
+vectorize(j1)
+"#;
+    let p = check("matmul_bt:M=7,N=19,K=11", gathered, sve());
+    assert!(has_op(&p, &|o| matches!(o, Op::Gather { .. })));
+    let contiguous = r#"b = get_block("C")
+i, j, k = get_loops(b)
+k0, k1 = split(k, factors=[None, 4*vscale])
+vectorize(k1, tail="peel")
+"#;
+    let p = check("matmul_bt:M=7,N=19,K=11", contiguous, sve());
+    assert!(!has_op(&p, &|o| matches!(o, Op::Gather { .. })));
+}
+
+#[test]
+fn caches_decompose_and_softmax() {
+    let t = format!(
+        "{MATMUL_EXAMPLE}w = cache_write(b, at=j0)\np = cache_read(b, \"B\", at=j0, layout=[1, 0])\ni2, j2, k2, i3, j3 = get_loops(b)\ninit = decompose_reduction(b, k2)\n"
+    );
+    check("matmul:M=13,N=21,K=9", &t, sve());
+    let s = r#"y = get_block("Y")
+i, j = get_loops(y)
+j0, j1 = split(j, factors=[None, 4*vscale])
+vectorize(j1, tail="peel")
+s = get_block("S")
+compute_at(s, i)
+e = get_block("E")
+compute_at(e, i)
+m = get_block("Mx")
+compute_at(m, i)
+"#;
+    check("softmax_rows:M=5,N=37", s, sve());
+}
+
+#[test]
+fn fused_vector_loop_uses_gathers_and_integer_and_half_types() {
+    let t = r#"b = get_block("Y")
+j, i = get_loops(b)
+f = fuse(j, i)
+f0, f1 = split(f, factors=[None, 2*vscale])
+vectorize(f1)
+"#;
+    check("transpose:M=7,N=5", t, sve());
+    let m = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 4*vscale])\nreorder(i, j0, k, j1)\nvectorize(j1)\n";
+    check("matmul_i8:M=5,N=19,K=7", m, sve());
+    check("matmul_f16:M=5,N=19,K=7", m, sve());
+    check("conv2d_nhwc:H=6,WI=6,C=3,F=5", "b = get_block(\"Out\")\nn, oh, ow, f, r, s, c = get_loops(b)\nf0, f1 = split(f, factors=[None, 4*vscale])\nreorder(n, oh, ow, f0, r, s, c, f1)\nvectorize(f1, tail=\"scalar\")\n", sve());
+}
