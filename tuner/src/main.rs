@@ -1,2 +1,112 @@
-//! scaletune CLI
-fn main() {}
+//! The `scaletune` command-line interface.
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand};
+use scaletune::commands::{check, compile, info};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "scaletune", version, about = "Autotuner and schedule-space explorer for tensor kernels on vector-length-agnostic hardware")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the shipped workloads, or describe one (`NAME` or `NAME:P=V,...`).
+    Workloads {
+        /// Workload to describe.
+        name: Option<String>,
+    },
+    /// List the shipped targets, or describe one.
+    Targets {
+        /// Target to describe.
+        name: Option<String>,
+    },
+    /// Compile a workload (with a schedule, or the unscheduled nest) for a target.
+    Compile {
+        /// Workload: `NAME`, `NAME:P=V,...` or a TOML file.
+        workload: String,
+        /// Target name or TOML file.
+        #[arg(long, short)]
+        target: String,
+        /// Schedule (trace text or JSON).
+        #[arg(long, short)]
+        schedule: Option<PathBuf>,
+        /// Outputs: any of asm, llvm, obj, loops, vector (comma-separated).
+        #[arg(long, default_value = "obj", value_delimiter = ',')]
+        emit: Vec<String>,
+        /// Output directory.
+        #[arg(long, short, default_value = "out")]
+        out: PathBuf,
+    },
+    /// Run a kernel at each vector length and compare every output with the reference.
+    Check {
+        /// Workload: `NAME`, `NAME:P=V,...` or a TOML file.
+        workload: String,
+        /// Target name or TOML file.
+        #[arg(long, short)]
+        target: String,
+        /// Schedule (trace text or JSON).
+        #[arg(long, short)]
+        schedule: Option<PathBuf>,
+        /// Vector lengths in bits (comma-separated); default: the target's.
+        #[arg(long, value_delimiter = ',')]
+        vl: Vec<u32>,
+        /// Seed of the generated inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Timeout of each run in seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+}
+
+fn run(cli: Cli) -> anyhow::Result<bool> {
+    match cli.command {
+        Command::Workloads { name } => print!("{}", info::workloads(name.as_deref())?),
+        Command::Targets { name } => print!("{}", info::targets(name.as_deref())?),
+        Command::Compile { workload, target, schedule, emit, out } => {
+            let mut kinds = Vec::new();
+            for e in &emit {
+                match compile::Emit::parse(e) {
+                    Some(k) => kinds.push(k),
+                    None => bail!("unknown --emit kind `{e}` (asm, llvm, obj, loops, vector)"),
+                }
+            }
+            let files = compile::run(&workload, &target, schedule.as_deref(), &kinds, &out)
+                .with_context(|| format!("compile {workload} for {target}"))?;
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+        }
+        Command::Check { workload, target, schedule, vl, seed, timeout } => {
+            let outcome = check::run(&check::CheckArgs {
+                workload: &workload,
+                target: &target,
+                schedule: schedule.as_deref(),
+                vl_bits: vl,
+                seed,
+                timeout: Duration::from_secs(timeout),
+            })?;
+            print!("{}", outcome.report);
+            return Ok(outcome.passed);
+        }
+    }
+    Ok(true)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `scaletune compile`.
+
+use crate::pipeline::{compile, load_workload, PipelineError, Schedule};
+use scaletune_codegen::target::Target;
+use std::path::{Path, PathBuf};
+
+/// What `compile` can write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// Assembly (`.s`).
+    Asm,
+    /// Optimized LLVM IR (`.ll`).
+    Llvm,
+    /// Object file (`.o`).
+    Obj,
+    /// The scheduled loop nest (`.loops`).
+    Loops,
+    /// The vector program (`.vector`).
+    Vector,
+}
+
+impl Emit {
+    /// Parses one `--emit` item.
+    pub fn parse(s: &str) -> Option<Emit> {
+        Some(match s {
+            "asm" => Emit::Asm,
+            "llvm" => Emit::Llvm,
+            "obj" => Emit::Obj,
+            "loops" => Emit::Loops,
+            "vector" => Emit::Vector,
+            _ => return None,
+        })
+    }
+}
+
+/// Compiles a workload for a target and writes the requested outputs into `out`.
+/// Returns the files written.
+pub fn run(
+    workload: &str,
+    target: &str,
+    schedule: Option<&Path>,
+    emit: &[Emit],
+    out: &Path,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let w = load_workload(workload)?;
+    let t = Target::load(target).map_err(PipelineError::from)?;
+    let sched = schedule.map(Schedule::from_file).transpose()?;
+    let c = compile(&w, &t, sched.as_ref())?;
+    std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
+    let mut written = Vec::new();
+    for e in emit {
+        let (ext, bytes): (&str, Vec<u8>) = match e {
+            Emit::Asm => ("s", c.artifacts.asm.clone().into_bytes()),
+            Emit::Llvm => ("ll", c.artifacts.llvm_ir.clone().into_bytes()),
+            Emit::Obj => ("o", c.artifacts.object.clone()),
+            Emit::Loops => ("loops", c.nest.to_string().into_bytes()),
+            Emit::Vector => ("vector", c.program.to_string().into_bytes()),
+        };
+        let path = out.join(format!("{}.{ext}", c.symbol));
+        std::fs::write(&path, bytes).map_err(|err| anyhow::anyhow!("cannot write {}: {err}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,5 @@
+//! The `scaletune` subcommands.
+
+pub mod check;
+pub mod compile;
+pub mod info;
