@@ -1,0 +1,49 @@
+# scaletune — set-up and everyday commands. See README.md.
+
+# Debian packages the project needs (LLVM 19 for code generation, cross
+# toolchains and QEMU user mode for running AArch64 / RISC-V kernels).
+APT_PACKAGES := llvm-19-dev lld-19 clang-19 qemu-user \
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
+	gcc-riscv64-linux-gnu libc6-dev-riscv64-cross \
+	libopenblas-dev protobuf-compiler zlib1g-dev libzstd-dev
+
+CARGO ?= cargo
+SCALETUNE := target/release/scaletune
+DEMO_DIR := out/demo
+
+.PHONY: deps build test lint demo clean
+
+## deps: install whichever required Debian packages are missing (quiet when all are present)
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+## build: release build of the scaletune binary
+build: deps
+	$(CARGO) build --release -p scaletune
+
+## test: the whole test suite
+test: deps
+	$(CARGO) test --workspace
+
+## lint: formatting and clippy, warnings are errors
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## demo: compile and check a tiled matmul on this machine and a predicated
+## scale_add at four SVE vector lengths under QEMU; writes $(DEMO_DIR)/report.md
+demo: build
+	@sh scripts/demo.sh $(SCALETUNE) $(DEMO_DIR)
+
+clean:
+	$(CARGO) clean
+	rm -rf out

@@ -1,0 +1,45 @@
+#!/bin/sh
+# The `make demo` script: shows the pipeline end to end and writes a report.
+# Usage: scripts/demo.sh PATH/TO/scaletune OUTDIR
+set -eu
+ST="$1"
+OUT="$2"
+mkdir -p "$OUT"
+REPORT="$OUT/report.md"
+
+run() {
+  echo "\$ scaletune $*"
+  "$ST" "$@"
+  echo
+}
+
+{
+  echo "# scaletune demo report"
+  echo
+  echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m) by scripts/demo.sh."
+  echo
+  echo '```'
+  run targets host
+  run workloads matmul:M=67,N=131,K=29
+  echo "## 1. A tiled matmul on this machine"
+  cat configs/schedules/matmul_tiled.trace
+  echo
+  run compile matmul:M=67,N=131,K=29 --target host --schedule configs/schedules/matmul_tiled.trace \
+      --emit loops,vector,llvm,asm,obj --out "$OUT/matmul-host"
+  run check matmul:M=67,N=131,K=29 --target host --schedule configs/schedules/matmul_tiled.trace
+  echo "## 2. The same schedule, length-agnostic SVE, one binary at four vector lengths"
+  run check matmul:M=67,N=131,K=29 --target sve-generic --schedule configs/schedules/matmul_tiled.trace
+  echo "## 3. A predicated scale_add (get_active_lane_mask -> whilelo) on SVE"
+  cat configs/schedules/scale_add_predicated.trace
+  echo
+  run compile scale_add --target sve-generic --schedule configs/schedules/scale_add_predicated.trace \
+      --emit loops,asm --out "$OUT/scale_add-sve"
+  echo "SVE instructions of the kernel loop:"
+  grep -E "whilelo|ld1w|st1w|fadd|fmul" "$OUT/scale_add-sve/scaletune_scale_add.s" | sed 's/^/    /'
+  echo
+  run check scale_add --target sve-generic --schedule configs/schedules/scale_add_predicated.trace --vl 128,256,512,2048
+  echo '```'
+} 2>&1 | tee "$REPORT"
+
+echo
+echo "report written to $REPORT"
