@@ -221,7 +221,7 @@ impl Target {
                 v.granule_bits.ok_or_else(|| bad("[vector] granule_bits is required when scalable".into()))?;
             let min = v.min_vl_bits.ok_or_else(|| bad("[vector] min_vl_bits is required when scalable".into()))?;
             let max = v.max_vl_bits.ok_or_else(|| bad("[vector] max_vl_bits is required when scalable".into()))?;
-            if min > max || min % granule != 0 || !min.is_power_of_two() || !max.is_power_of_two() {
+            if min > max || !min.is_multiple_of(granule) || !min.is_power_of_two() || !max.is_power_of_two() {
                 return Err(bad(format!("[vector] bad VL range {min}..={max} for granule {granule}")));
             }
             let mut caps = VectorCaps::scalable(granule, min, max);
@@ -235,7 +235,7 @@ impl Target {
                 Some(toml::Value::String(s)) if s == "native" => host().vector_bits(),
                 _ => return Err(bad("[vector] width_bits must be an integer or \"native\"".into())),
             };
-            if bits < 128 || bits % 128 != 0 {
+            if bits < 128 || !bits.is_multiple_of(128) {
                 return Err(bad(format!("[vector] width_bits {bits} is not a multiple of 128")));
             }
             let mut caps = VectorCaps::fixed(bits);
@@ -276,7 +276,7 @@ impl Target {
             format!("fixed at {} bits", caps.max_bits())
         };
         let g = caps.granule_bits;
-        if vl_bits % g == 0 && caps.vscale_values.contains(&(vl_bits / g)) {
+        if vl_bits.is_multiple_of(g) && caps.vscale_values.contains(&(vl_bits / g)) {
             Ok(vl_bits / g)
         } else {
             Err(TargetError::BadVectorLength { target: self.name.clone(), vl_bits, allowed })

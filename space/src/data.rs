@@ -100,7 +100,7 @@ impl TensorData {
     /// of elements.
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<TensorData> {
         let n = dtype.bytes();
-        if bytes.len() % n != 0 {
+        if !bytes.len().is_multiple_of(n) {
             return None;
         }
         let chunks = bytes.chunks_exact(n);

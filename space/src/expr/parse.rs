@@ -57,20 +57,20 @@ fn parse_primary(cur: &mut Cursor, names: &mut dyn NameResolver) -> Result<Expr,
     let off = cur.offset();
     match cur.peek().tok.clone() {
         Tok::Int(v) => {
-            cur.next();
+            cur.bump();
             Ok(Expr::Int(v))
         }
         Tok::Punct("(") => {
-            cur.next();
+            cur.bump();
             let e = parse_expr(cur, names)?;
             cur.expect(")", "to close `(`")?;
             Ok(e)
         }
         Tok::Ident(name) => {
-            cur.next();
+            cur.bump();
             let func = matches!(name.as_str(), "floordiv" | "floormod" | "ceildiv" | "min" | "max");
             if func && cur.at("(") {
-                cur.next();
+                cur.bump();
                 let a = parse_expr(cur, names)?;
                 cur.expect(",", &format!("between the arguments of {name}"))?;
                 let b = parse_expr(cur, names)?;
@@ -88,7 +88,7 @@ fn parse_primary(cur: &mut Cursor, names: &mut dyn NameResolver) -> Result<Expr,
             }
             if cur.at("[") {
                 let t = names.tensor(&name, off)?;
-                cur.next();
+                cur.bump();
                 let mut idx = Vec::new();
                 loop {
                     idx.push(parse_expr(cur, names)?);

@@ -111,7 +111,7 @@ impl Parser<'_> {
                 return Err(self.err(line, 0, "header lines must not be indented"));
             }
             let mut cur = self.cursor(line)?;
-            cur.next();
+            cur.bump();
             match word {
                 "nest" => {
                     let (n, _) = cur.ident("a nest name").map_err(|e| self.syn(line, e))?;
@@ -141,7 +141,7 @@ impl Parser<'_> {
         let neg = cur.eat("-");
         match cur.peek().tok {
             Tok::Int(v) => {
-                cur.next();
+                cur.bump();
                 Ok(if neg { -v } else { v })
             }
             _ => Err(self.syn(line, cur.error("expected an integer"))),
@@ -175,7 +175,7 @@ impl Parser<'_> {
                 "sme" => caps.has_sme = true,
                 _ => return Err(self.syn(line, cur.error("expected `gather`, `sme` or end of line"))),
             }
-            cur.next();
+            cur.bump();
         }
         Ok(caps)
     }
@@ -183,7 +183,7 @@ impl Parser<'_> {
     fn keyword(&self, line: &Line, cur: &mut Cursor, kw: &str) -> Result<(), NestParseError> {
         match &cur.peek().tok {
             Tok::Ident(w) if w == kw => {
-                cur.next();
+                cur.bump();
                 Ok(())
             }
             _ => Err(self.syn(line, cur.error(format!("expected `{kw}`")))),
@@ -223,7 +223,7 @@ impl Parser<'_> {
         };
         let mut range = None;
         if matches!(&cur.peek().tok, Tok::Ident(w) if w == "range") {
-            cur.next();
+            cur.bump();
             cur.expect("[", "after `range`").map_err(|e| self.syn(line, e))?;
             let lo = self.int(line, cur)?;
             cur.expect(",", "in the range").map_err(|e| self.syn(line, e))?;
@@ -240,7 +240,7 @@ impl Parser<'_> {
         let dtype = self.dtype(line, cur)?;
         cur.expect("=", "before the value").map_err(|e| self.syn(line, e))?;
         let neg = cur.eat("-");
-        let v = match cur.next().tok {
+        let v = match cur.bump().tok {
             Tok::Float(v) => v,
             Tok::Int(v) => v as f64,
             Tok::Ident(w) if w == "inf" => f64::INFINITY,
@@ -266,21 +266,21 @@ impl Parser<'_> {
             match word {
                 "for" => {
                     let mut cur = self.cursor(&line)?;
-                    cur.next();
+                    cur.bump();
                     let (name, _) = cur.ident("a loop variable").map_err(|e| self.syn(&line, e))?;
                     self.keyword(&line, &mut cur, "in")?;
                     let extent = self.const_expr(&line, &mut cur)?;
                     let kind = match cur.peek().tok.clone() {
                         Tok::Ident(w) if w == "unroll" => {
-                            cur.next();
+                            cur.bump();
                             LoopKind::Unroll
                         }
                         Tok::Ident(w) if w == "parallel" => {
-                            cur.next();
+                            cur.bump();
                             LoopKind::Parallel
                         }
                         Tok::Ident(w) if w == "vectorize" => {
-                            cur.next();
+                            cur.bump();
                             cur.expect("(", "after `vectorize`").map_err(|e| self.syn(&line, e))?;
                             let (t, off) = cur.ident("a tail strategy").map_err(|e| self.syn(&line, e))?;
                             let tail = Tail::parse(&t)
@@ -322,7 +322,7 @@ impl Parser<'_> {
         annotations: BTreeMap<String, String>,
     ) -> Result<BlockId, NestParseError> {
         let mut cur = self.cursor(line)?;
-        cur.next();
+        cur.bump();
         let (name, _) = cur.ident("a block name").map_err(|e| self.syn(line, e))?;
         cur.expect("[", "before the block's iteration variables").map_err(|e| self.syn(line, e))?;
         let mut iters = Vec::new();
@@ -333,7 +333,7 @@ impl Parser<'_> {
             cur.expect(":", "after the iteration variable").map_err(|e| self.syn(line, e))?;
             let extent = self.const_expr(line, &mut cur)?;
             let kind = if matches!(&cur.peek().tok, Tok::Ident(w) if w == "reduce") {
-                cur.next();
+                cur.bump();
                 AxisKind::Reduce
             } else {
                 AxisKind::Spatial
@@ -351,7 +351,7 @@ impl Parser<'_> {
         }
         let mut predicates = Vec::new();
         if matches!(&cur.peek().tok, Tok::Ident(w) if w == "where") {
-            cur.next();
+            cur.bump();
             loop {
                 let lhs = parse_expr(&mut cur, &mut Vars { known: scope }).map_err(|e| self.syn(line, e))?;
                 cur.expect("<", "in a predicate").map_err(|e| self.syn(line, e))?;
@@ -364,7 +364,7 @@ impl Parser<'_> {
         }
         let init = matches!(&cur.peek().tok, Tok::Ident(w) if w == "init");
         if init {
-            cur.next();
+            cur.bump();
         }
         cur.expect(":", "at the end of the block header").map_err(|e| self.syn(line, e))?;
         cur.expect_eof("block header").map_err(|e| self.syn(line, e))?;

@@ -25,7 +25,7 @@ impl Cursor {
     }
 
     /// Consumes and returns the current token.
-    pub fn next(&mut self) -> Token {
+    pub fn bump(&mut self) -> Token {
         let t = self.peek().clone();
         if self.pos < self.toks.len() - 1 {
             self.pos += 1;
@@ -51,7 +51,7 @@ impl Cursor {
     /// Consumes `p` if present.
     pub fn eat(&mut self, p: &str) -> bool {
         if self.at(p) {
-            self.next();
+            self.bump();
             true
         } else {
             false
@@ -73,7 +73,7 @@ impl Cursor {
             Tok::Ident(s) => {
                 let s = s.clone();
                 let off = self.offset();
-                self.next();
+                self.bump();
                 Ok((s, off))
             }
             _ => Err(self.error(format!("expected {what}"))),

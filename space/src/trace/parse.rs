@@ -66,7 +66,7 @@ fn parse_call(cur: &mut Cursor) -> Result<Call, SyntaxError> {
             let is_kw = matches!(cur.peek().tok, Tok::Ident(_)) && cur.peek2().tok == Tok::Punct("=");
             if is_kw {
                 let (k, _) = cur.ident("a keyword")?;
-                cur.next();
+                cur.bump();
                 let voff = cur.offset();
                 kw.push((k, parse_arg(cur)?, voff));
             } else {
@@ -90,11 +90,11 @@ fn parse_call(cur: &mut Cursor) -> Result<Call, SyntaxError> {
 fn parse_arg(cur: &mut Cursor) -> Result<Arg, SyntaxError> {
     match cur.peek().tok.clone() {
         Tok::Str(s) => {
-            cur.next();
+            cur.bump();
             Ok(Arg::Str(s))
         }
         Tok::Punct("[") => {
-            cur.next();
+            cur.bump();
             let mut items = Vec::new();
             if !cur.at("]") {
                 loop {
@@ -110,7 +110,7 @@ fn parse_arg(cur: &mut Cursor) -> Result<Arg, SyntaxError> {
             Ok(Arg::List(items))
         }
         Tok::Ident(n) if n == "None" => {
-            cur.next();
+            cur.bump();
             Ok(Arg::None)
         }
         _ => match texpr(cur)? {
@@ -144,24 +144,24 @@ fn tterm(cur: &mut Cursor) -> Result<TExpr, SyntaxError> {
 fn tprimary(cur: &mut Cursor) -> Result<TExpr, SyntaxError> {
     match cur.peek().tok.clone() {
         Tok::Int(v) => {
-            cur.next();
+            cur.bump();
             Ok(TExpr::Int(v))
         }
         Tok::Punct("-") => {
-            cur.next();
+            cur.bump();
             match tprimary(cur)? {
                 TExpr::Int(v) => Ok(TExpr::Int(-v)),
                 e => Ok(TExpr::Sub(Box::new(TExpr::Int(0)), Box::new(e))),
             }
         }
         Tok::Punct("(") => {
-            cur.next();
+            cur.bump();
             let e = texpr(cur)?;
             cur.expect(")", "to close `(`")?;
             Ok(e)
         }
         Tok::Ident(n) => {
-            cur.next();
+            cur.bump();
             Ok(if n == "vscale" { TExpr::VScale } else { TExpr::Rv(n) })
         }
         _ => Err(cur.error("expected a name, string, number, list or None")),

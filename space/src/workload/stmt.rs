@@ -110,7 +110,7 @@ pub(crate) fn parse_statement(text: &str, scope: &mut Scope) -> Result<RawStmt, 
         Tok::Punct("min=") => UpdateOp::Min,
         _ => return Err(cur.error("expected `=`, `+=`, `max=` or `min=`")),
     };
-    cur.next();
+    cur.bump();
     let rhs = value(&mut cur, scope)?;
     cur.expect_eof("statement")?;
     Ok(RawStmt { lhs_tensor, lhs_indices, lhs_offset, op, rhs, axes: scope.axes.clone() })
@@ -184,27 +184,27 @@ fn primary(cur: &mut Cursor, scope: &mut Scope) -> Result<Raw, SyntaxError> {
     let off = cur.offset();
     match cur.peek().tok.clone() {
         Tok::Int(v) => {
-            cur.next();
+            cur.bump();
             Ok(Raw::Num(v as f64, off))
         }
         Tok::Float(v) => {
-            cur.next();
+            cur.bump();
             Ok(Raw::Num(v, off))
         }
         Tok::Punct("(") => {
-            cur.next();
+            cur.bump();
             let v = value(cur, scope)?;
             cur.expect(")", "to close `(`")?;
             Ok(v)
         }
         Tok::Ident(name) => {
-            cur.next();
+            cur.bump();
             if cur.at("(") {
                 return call(cur, scope, &name, off);
             }
             if cur.at("[") {
                 let t = scope.tensor_any(&name, off)?;
-                cur.next();
+                cur.bump();
                 let idx = index_list(cur, scope)?;
                 return Ok(Raw::Read(t, idx, off));
             }
