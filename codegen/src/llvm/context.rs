@@ -10,6 +10,8 @@ use llvm_sys::core::*;
 use llvm_sys::prelude::*;
 use llvm_sys::target_machine::{LLVMDisposeTargetMachine, LLVMTargetMachineRef};
 use llvm_sys::transforms::pass_builder::{LLVMDisposePassBuilderOptions, LLVMPassBuilderOptionsRef};
+use llvm_sys::LLVMDiagnosticSeverity;
+use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::os::raw::c_char;
@@ -73,21 +75,76 @@ pub(crate) fn cstring(what: &str, s: &str) -> Result<CString, LlvmError> {
     CString::new(s).map_err(|_| LlvmError::InvalidProgram(format!("{what} `{}` contains a NUL byte", s.escape_debug())))
 }
 
+/// Diagnostics LLVM reported while working in one context.
+#[derive(Default)]
+pub(crate) struct Diagnostics {
+    /// Error messages (LLVM continues after reporting them to a handler).
+    pub(crate) errors: Vec<String>,
+    /// Warning messages (e.g. an unroll hint LLVM could not honour).
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Receives LLVM diagnostics instead of LLVM printing them to stderr (and
+/// exiting on errors).
+extern "C" fn collect_diagnostic(info: LLVMDiagnosticInfoRef, sink: *mut std::ffi::c_void) {
+    // SAFETY: `sink` is the `RefCell<Diagnostics>` boxed in the `Context`
+    // that owns the LLVM context calling us; `info` is valid for this call.
+    unsafe {
+        let cell = &*(sink as *const RefCell<Diagnostics>);
+        let severity = LLVMGetDiagInfoSeverity(info);
+        let text = take_message(LLVMGetDiagInfoDescription(info));
+        let Ok(mut d) = cell.try_borrow_mut() else { return };
+        match severity {
+            LLVMDiagnosticSeverity::LLVMDSError => d.errors.push(text),
+            LLVMDiagnosticSeverity::LLVMDSWarning => d.warnings.push(text),
+            _ => {}
+        }
+    }
+}
+
 /// An owned `LLVMContext`; one per compilation, never shared between threads.
+/// Its diagnostics are collected rather than printed.
 pub(crate) struct Context {
     raw: LLVMContextRef,
+    diagnostics: Box<RefCell<Diagnostics>>,
 }
 
 impl Context {
-    /// Creates a fresh context.
+    /// Creates a fresh context with a collecting diagnostic handler.
     pub(crate) fn new() -> Context {
-        // SAFETY: creating a context has no preconditions.
-        Context { raw: unsafe { LLVMContextCreate() } }
+        let diagnostics = Box::new(RefCell::new(Diagnostics::default()));
+        // SAFETY: creating a context has no preconditions; the handler's
+        // context pointer stays valid until the context is disposed (the box
+        // is a field of `Context` and is dropped after `LLVMContextDispose`).
+        let raw = unsafe {
+            let raw = LLVMContextCreate();
+            let sink = &*diagnostics as *const RefCell<Diagnostics> as *mut std::ffi::c_void;
+            LLVMContextSetDiagnosticHandler(raw, Some(collect_diagnostic), sink);
+            raw
+        };
+        Context { raw, diagnostics }
     }
 
     /// The raw handle (valid while `self` lives).
     pub(crate) fn raw(&self) -> LLVMContextRef {
         self.raw
+    }
+
+    /// Removes and returns the error diagnostics reported so far.
+    pub(crate) fn take_errors(&self) -> Vec<String> {
+        std::mem::take(&mut self.diagnostics.borrow_mut().errors)
+    }
+
+    /// The distinct warnings reported so far, in first-reported order
+    /// (assembly and object generation report the same backend warnings).
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for w in &self.diagnostics.borrow().warnings {
+            if !out.contains(w) {
+                out.push(w.clone());
+            }
+        }
+        out
     }
 }
 

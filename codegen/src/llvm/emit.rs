@@ -151,10 +151,15 @@ impl Emitter<'_> {
     fn prologue(&mut self) -> Result<(), LlvmError> {
         let entry = self.append_block("entry");
         self.position_at_end(entry);
-        for (i, ty) in self.prog.regs.iter().enumerate() {
+        for i in 0..self.prog.regs.len() {
             let name = CString::new(format!("r{i}")).unwrap_or_default();
             // SAFETY: the builder is positioned in the entry block.
-            let slot = unsafe { LLVMBuildAlloca(self.b, self.t.ty(*ty), name.as_ptr()) };
+            let slot = unsafe { LLVMBuildAlloca(self.b, self.slot_ty(Reg(i as u32)), name.as_ptr()) };
+            if self.prog.regs[i].lanes.is_some_and(|l| l.scalable) {
+                // AArch64 cannot align scalable stack objects beyond 16 bytes.
+                // SAFETY: `slot` is an alloca.
+                unsafe { LLVMSetAlignment(slot, 16) };
+            }
             self.regs.push(slot);
         }
         for (i, p) in self.prog.params.iter().enumerate() {
@@ -241,16 +246,48 @@ impl Emitter<'_> {
         self.t.ty(self.prog.ty(r))
     }
 
+    /// The type a register lives as in its alloca: its own type, except that
+    /// masks are kept as byte vectors (backends cannot load or store every
+    /// `<vscale x N x i1>` from memory, which matters at O0).
+    fn slot_ty(&self, r: Reg) -> LLVMTypeRef {
+        let ty = self.prog.ty(r);
+        match ty.lanes {
+            Some(l) if ty.elem == Elem::Bool => self.t.vector(self.t.i8, l),
+            _ => self.t.ty(ty),
+        }
+    }
+
+    fn is_mask(&self, r: Reg) -> bool {
+        let ty = self.prog.ty(r);
+        ty.elem == Elem::Bool && ty.is_vector()
+    }
+
     /// Reads register `r`.
     pub(crate) fn load_reg(&self, r: Reg) -> LLVMValueRef {
-        // SAFETY: `regs[r]` is an alloca of exactly this type.
-        unsafe { LLVMBuildLoad2(self.b, self.reg_llvm_ty(r), self.regs[r.0 as usize], NONAME) }
+        // SAFETY: `regs[r]` is an alloca of the register's slot type; masks
+        // are truncated back from bytes to i1.
+        unsafe {
+            let slot = self.regs[r.0 as usize];
+            let v = LLVMBuildLoad2(self.b, self.slot_ty(r), slot, NONAME);
+            LLVMSetAlignment(v, LLVMGetAlignment(slot));
+            if self.is_mask(r) {
+                LLVMBuildTrunc(self.b, v, self.reg_llvm_ty(r), NONAME)
+            } else {
+                v
+            }
+        }
     }
 
     /// Writes register `r`.
     pub(crate) fn store_reg(&self, r: Reg, v: LLVMValueRef) {
-        // SAFETY: `v` has the register's type (checked by vprog::verify).
-        unsafe { LLVMBuildStore(self.b, v, self.regs[r.0 as usize]) };
+        // SAFETY: `v` has the register's type (checked by vprog::verify);
+        // masks are widened to bytes to match the slot type.
+        unsafe {
+            let v = if self.is_mask(r) { LLVMBuildZExt(self.b, v, self.slot_ty(r), NONAME) } else { v };
+            let slot = self.regs[r.0 as usize];
+            let st = LLVMBuildStore(self.b, v, slot);
+            LLVMSetAlignment(st, LLVMGetAlignment(slot));
+        }
     }
 
     /// The element type of buffer `buf`.

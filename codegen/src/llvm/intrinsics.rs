@@ -87,7 +87,11 @@ impl Emitter<'_> {
     ) -> Result<(), LlvmError> {
         // SAFETY: `value` is a live value.
         let vec_ty = unsafe { LLVMTypeOf(value) };
-        self.intrinsic("llvm.masked.store", &[vec_ty, self.t.ptr], &[value, ptr, self.t.i32_const(align as i32), mask])?;
+        self.intrinsic(
+            "llvm.masked.store",
+            &[vec_ty, self.t.ptr],
+            &[value, ptr, self.t.i32_const(align as i32), mask],
+        )?;
         Ok(())
     }
 

@@ -73,9 +73,8 @@ pub(crate) fn configure_module(module: &Module<'_>, tm: &TargetMachine, triple: 
 pub(crate) fn verify(module: &Module<'_>) -> Result<(), LlvmError> {
     let mut message = ptr::null_mut();
     // SAFETY: the module is alive; the message is released by `take_message`.
-    let failed = unsafe {
-        LLVMVerifyModule(module.raw(), LLVMVerifierFailureAction::LLVMReturnStatusAction, &mut message) != 0
-    };
+    let failed =
+        unsafe { LLVMVerifyModule(module.raw(), LLVMVerifierFailureAction::LLVMReturnStatusAction, &mut message) != 0 };
     let text = take_message(message);
     if failed {
         return Err(LlvmError::Verifier(text));
@@ -90,7 +89,9 @@ pub(crate) fn optimize(module: &Module<'_>, tm: &TargetMachine, opt_level: u8) -
     let options = PassOptions::new();
     // SAFETY: module, target machine and options are alive for the call; a
     // returned error is consumed by `take_error`.
-    let err = unsafe { llvm_sys::transforms::pass_builder::LLVMRunPasses(module.raw(), passes.as_ptr(), tm.raw, options.raw) };
+    let err = unsafe {
+        llvm_sys::transforms::pass_builder::LLVMRunPasses(module.raw(), passes.as_ptr(), tm.raw, options.raw)
+    };
     if !err.is_null() {
         return Err(LlvmError::Passes { pipeline, message: take_error(err) });
     }

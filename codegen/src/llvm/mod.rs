@@ -3,8 +3,8 @@
 //! [`compile`] turns one vector [`Program`] into optimized LLVM IR, assembly
 //! and an object file for a [`Target`]. The pipeline reads top to bottom:
 //!
-//! 1. check the program (`vprog::verify`, parameters, scalable types against
-//!    the target),
+//! 1. check the program (`vprog::verify`, parameters) and its vector types
+//!    against what the target's backend supports ([`support`]),
 //! 2. create a fresh LLVM context, a module and the target machine,
 //! 3. emit the kernel function ([`emit`] for statements, [`ops`] for
 //!    operations, [`intrinsics`] for intrinsic calls, [`types`] for types),
@@ -26,6 +26,7 @@ mod host;
 mod intrinsics;
 mod machine;
 mod ops;
+mod support;
 mod types;
 
 pub use host::host_info;
@@ -57,6 +58,9 @@ pub struct Artifacts {
     pub asm: String,
     /// ELF relocatable object containing the kernel symbol.
     pub object: Vec<u8>,
+    /// Warnings LLVM reported (for example an unroll hint it could not
+    /// honour), in the order reported.
+    pub warnings: Vec<String>,
 }
 
 /// Why a compilation failed.
@@ -88,6 +92,19 @@ pub enum LlvmError {
         /// The first scalable register type found.
         ty: String,
     },
+    /// The target's backend cannot compile a vector type of the program
+    /// (LLVM would abort the process).
+    #[error("kernel `{kernel}`: target `{target}` cannot compile the type {ty}: {reason}")]
+    Unsupported {
+        /// Kernel name.
+        kernel: String,
+        /// Target name.
+        target: String,
+        /// The offending register type.
+        ty: String,
+        /// Why.
+        reason: String,
+    },
     /// The vector program is ill-typed.
     #[error(transparent)]
     IllTyped(#[from] vprog::VerifyError),
@@ -117,6 +134,14 @@ pub enum LlvmError {
         /// LLVM's message.
         message: String,
     },
+    /// LLVM reported an error diagnostic while optimizing or generating code.
+    #[error("LLVM reported an error during {stage}: {message}")]
+    Diagnostic {
+        /// `optimization`, `assembly` or `object`.
+        stage: &'static str,
+        /// The messages, one per line.
+        message: String,
+    },
     /// An internal inconsistency of the emitter (unknown intrinsic, ...).
     #[error("internal LLVM emitter error: {0}")]
     Internal(String),
@@ -131,7 +156,7 @@ pub fn compile(prog: &Program, target: &Target, opts: &CompileOptions) -> Result
     if opts.opt_level > 3 {
         return Err(LlvmError::BadOptLevel(opts.opt_level));
     }
-    check_program(prog, target)?;
+    check_program(prog, target, opts.opt_level)?;
     context::init_targets();
     let tm = machine::create_target_machine(target, opts.opt_level)?;
     let ctx = Context::new();
@@ -143,18 +168,30 @@ pub fn compile(prog: &Program, target: &Target, opts: &CompileOptions) -> Result
         emit::emit_kernel(&ctx, &module, &builder, prog, target)?;
     }
     machine::verify(&module)?;
+    let check = |stage: &'static str| {
+        let errors = ctx.take_errors();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(LlvmError::Diagnostic { stage, message: errors.join("\n") })
+        }
+    };
     machine::optimize(&module, &tm, opts.opt_level)?;
+    check("optimization")?;
     let llvm_ir = module.to_ir_string();
     // Code generation rewrites the IR it is given (CodeGenPrepare, ...), so
     // the assembly is produced from a copy and the object from the original:
     // both then come from the same optimized IR.
-    let asm_bytes = machine::emit(&module.duplicate(), &tm, machine::Output::Assembly)?;
+    let asm = machine::emit(&module.duplicate(), &tm, machine::Output::Assembly)?;
+    check("assembly")?;
     let object = machine::emit(&module, &tm, machine::Output::Object)?;
-    Ok(Artifacts { llvm_ir, asm: String::from_utf8_lossy(&asm_bytes).into_owned(), object })
+    check("object")?;
+    let asm = String::from_utf8_lossy(&asm).into_owned();
+    Ok(Artifacts { llvm_ir, asm, object, warnings: ctx.warnings() })
 }
 
 /// Checks what the emitter relies on before any LLVM object is created.
-fn check_program(prog: &Program, target: &Target) -> Result<(), LlvmError> {
+fn check_program(prog: &Program, target: &Target, opt_level: u8) -> Result<(), LlvmError> {
     vprog::verify(prog)?;
     if prog.name.is_empty() {
         return Err(LlvmError::InvalidProgram("the kernel name is empty".into()));
@@ -163,10 +200,9 @@ fn check_program(prog: &Program, target: &Target) -> Result<(), LlvmError> {
     for p in &prog.params {
         match p {
             Param::Tensor(b) => {
-                let buf = prog
-                    .buffers
-                    .get(b.0 as usize)
-                    .ok_or_else(|| LlvmError::InvalidProgram(format!("tensor parameter names missing buffer {}", b.0)))?;
+                let buf = prog.buffers.get(b.0 as usize).ok_or_else(|| {
+                    LlvmError::InvalidProgram(format!("tensor parameter names missing buffer {}", b.0))
+                })?;
                 if buf.kind != vprog::BufKind::Param {
                     return Err(LlvmError::InvalidProgram(format!("local buffer `{}` is a parameter", buf.name)));
                 }
@@ -186,16 +222,42 @@ fn check_program(prog: &Program, target: &Target) -> Result<(), LlvmError> {
     }
     for (i, buf) in prog.buffers.iter().enumerate() {
         if buf.kind == vprog::BufKind::Param && !seen[i] {
-            return Err(LlvmError::InvalidProgram(format!("parameter buffer `{}` is not in the parameter list", buf.name)));
+            return Err(LlvmError::InvalidProgram(format!(
+                "parameter buffer `{}` is not in the parameter list",
+                buf.name
+            )));
         }
     }
-    if !target.caps.scalable {
-        if let Some(ty) = prog.regs.iter().find(|t| t.lanes.is_some_and(|l| l.scalable)) {
-            return Err(LlvmError::ScalableOnFixedTarget {
-                kernel: prog.name.clone(),
-                target: target.name.clone(),
-                ty: ty.to_string(),
-            });
+    if let Some(ty) = prog.regs.iter().find(|t| t.lanes.is_some_and(|l| l.min == 0)) {
+        return Err(LlvmError::InvalidProgram(format!("a register has the zero-lane type {ty}")));
+    }
+    check_constants(&prog.body)?;
+    support::check_types(prog, target, opt_level)?;
+    Ok(())
+}
+
+/// Checks that every constant's value kind matches its element type
+/// (`Const::Int` of an integer, `Const::Float` of a float dtype).
+fn check_constants(body: &[vprog::Stmt]) -> Result<(), LlvmError> {
+    use vprog::{Const, Op, Stmt};
+    for s in body {
+        match s {
+            Stmt::Assign { op: Op::Const(c), .. } => {
+                let ok = match c {
+                    Const::Int(_, e) => e.is_int(),
+                    Const::Float(_, d) => d.is_float(),
+                    Const::Bool(_) => true,
+                };
+                if !ok {
+                    return Err(LlvmError::InvalidProgram(format!("constant {c:?} does not match its element type")));
+                }
+            }
+            Stmt::Loop { body, .. } => check_constants(body)?,
+            Stmt::If { then_body, else_body, .. } => {
+                check_constants(then_body)?;
+                check_constants(else_body)?;
+            }
+            _ => {}
         }
     }
     Ok(())

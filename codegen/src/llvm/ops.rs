@@ -13,15 +13,20 @@
 //! - `ActiveLaneMask` compares signed indices: both operands are offset by
 //!   2^63 (a sign-bit flip) before `llvm.get.active.lane.mask`, which compares
 //!   unsigned, so lane `i` is exactly `base + i < bound` for every i64;
+//! - `Cast` float to int is `llvm.fptosi.sat`: it truncates toward zero and
+//!   saturates (NaN gives 0) where `fptosi` would give poison; int to int
+//!   sign-extends or truncates (wraps);
 //! - float add/sub/mul carry the `contract` flag so that FMAs form.
 
 use super::emit::{Emitter, NONAME};
 use super::types::{elem_align, wrap_int};
 use super::LlvmError;
+use crate::target::Arch;
 use crate::vprog::{BinOp, BufId, CmpOp, Const, Elem, Lanes, Op, ReduceOp, Reg, Ty, UnOp};
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate as IP, LLVMRealPredicate as RP};
+use scaletune_space::DType;
 
 type V = LLVMValueRef;
 
@@ -44,7 +49,7 @@ impl Emitter<'_> {
                 let (c, x, y) = (self.load_reg(*c), self.load_reg(*x), self.load_reg(*y));
                 unsafe { LLVMBuildSelect(b, c, x, y, NONAME) }
             }
-            Op::Cast(r, e) => self.cast(*r, *e),
+            Op::Cast(r, e) => self.cast(*r, *e)?,
             Op::Bitcast(r, e) => {
                 let v = self.load_reg(*r);
                 if self.prog.ty(*r).elem == *e {
@@ -58,7 +63,8 @@ impl Emitter<'_> {
             Op::ActiveLaneMask { base, bound, lanes } => {
                 let sign = self.t.i64_const(i64::MIN);
                 let (base, bound) = (self.load_reg(*base), self.load_reg(*bound));
-                let (base, bound) = unsafe { (LLVMBuildXor(b, base, sign, NONAME), LLVMBuildXor(b, bound, sign, NONAME)) };
+                let (base, bound) =
+                    unsafe { (LLVMBuildXor(b, base, sign, NONAME), LLVMBuildXor(b, bound, sign, NONAME)) };
                 self.active_lane_mask(self.t.ty(Ty::mask(*lanes)), base, bound)?
             }
             Op::Load { buf, index } => {
@@ -261,29 +267,50 @@ impl Emitter<'_> {
         }
     }
 
-    /// Numeric conversion: fpext/fptrunc, fptosi, sitofp, sext/trunc.
-    fn cast(&self, r: Reg, to: Elem) -> V {
+    /// Numeric conversion: fpext/fptrunc, `llvm.fptosi.sat`, sitofp, sext/trunc.
+    fn cast(&self, r: Reg, to: Elem) -> Result<V, LlvmError> {
         let from_ty = self.prog.ty(r);
         let from = from_ty.elem;
         let v = self.load_reg(r);
         if from == to {
-            return v;
+            return Ok(v);
         }
         let dest = self.t.ty(from_ty.with_elem(to));
         let b = self.b;
+        if from.is_float() && !to.is_float() {
+            return self.float_to_int(v, from_ty, to);
+        }
         // SAFETY: source and destination have the same shape; bool casts are
         // rejected by vprog::verify.
-        unsafe {
+        Ok(unsafe {
             match (from.is_float(), to.is_float()) {
                 (true, true) if to.bits() > from.bits() => LLVMBuildFPExt(b, v, dest, NONAME),
                 (true, true) => LLVMBuildFPTrunc(b, v, dest, NONAME),
-                (true, false) => LLVMBuildFPToSI(b, v, dest, NONAME),
                 (false, true) => LLVMBuildSIToFP(b, v, dest, NONAME),
                 (false, false) if to.bits() > from.bits() => LLVMBuildSExt(b, v, dest, NONAME),
                 (false, false) if to.bits() < from.bits() => LLVMBuildTrunc(b, v, dest, NONAME),
-                (false, false) => v,
+                (_, false) => v,
             }
-        }
+        })
+    }
+
+    /// Float to integer: truncates toward zero and saturates (NaN gives 0)
+    /// with `llvm.fptosi.sat`, instead of `fptosi`'s poison outside the
+    /// range (the interpreter's semantics; free on AArch64, where `fcvtzs`
+    /// saturates).
+    ///
+    /// f16 is first widened to f32 (exactly): LLVM 19 cannot legalize
+    /// `fptosi.sat` of f16 vectors on RVV, nor of `<1 x half>` on AArch64.
+    fn float_to_int(&self, v: V, from_ty: Ty, to: Elem) -> Result<V, LlvmError> {
+        let (v, from_ty) = if from_ty.elem == Elem::Data(DType::F16) {
+            let wide_ty = from_ty.with_elem(Elem::F32);
+            // SAFETY: f16 to f32 of the same shape.
+            (unsafe { LLVMBuildFPExt(self.b, v, self.t.ty(wide_ty), NONAME) }, wide_ty)
+        } else {
+            (v, from_ty)
+        };
+        let dest = self.t.ty(from_ty.with_elem(to));
+        self.intrinsic("llvm.fptosi.sat", &[dest, self.t.ty(from_ty)], &[v])
     }
 
     /// Reads a mask register, or makes an all-true mask of `ty`'s shape.
@@ -297,14 +324,16 @@ impl Emitter<'_> {
 
     /// A vector of pointers to the elements `indices` of `buf`.
     ///
-    /// When every valid index of the buffer fits in 32 bits, the indices are
-    /// truncated to i32 before the (sign-extending) GEP: addresses of valid
-    /// lanes are unchanged, and targets can use 32-bit vector offsets
-    /// (`ld1w z.s, [x, z.s, sxtw #2]` on SVE) instead of splitting the gather.
+    /// On AArch64 and x86, when every valid index of the buffer fits in 32
+    /// bits, the indices are truncated to i32 before the (sign-extending)
+    /// GEP: addresses of valid lanes are unchanged, and the targets use
+    /// 32-bit vector offsets (`ld1w z.s, [x, z.s, sxtw #2]` on SVE,
+    /// `vgatherdps` on AVX-512) instead of splitting the gather. RVV indexes
+    /// with XLEN-wide offsets anyway, so there the indices stay i64.
     fn element_ptrs(&self, buf: BufId, indices: Reg) -> V {
         let idx_ty = self.prog.ty(indices);
         let mut idx = self.load_reg(indices);
-        if self.max_len(buf) <= i32::MAX as usize {
+        if self.target.arch != Arch::Riscv64 && self.max_len(buf) <= i32::MAX as usize {
             // SAFETY: truncation of an i64 vector to an i32 vector of the same shape.
             idx = unsafe { LLVMBuildTrunc(self.b, idx, self.t.ty(idx_ty.with_elem(Elem::I32)), NONAME) };
         }

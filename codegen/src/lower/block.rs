@@ -3,7 +3,7 @@
 use super::access::Shape;
 use super::ctx::{Lowerer, Result};
 use super::math;
-use crate::vprog::{BinOp, CmpOp, Elem, Op, ReduceOp, Reg, Stmt, UnOp};
+use crate::vprog::{BinOp, BufId, CmpOp, Elem, Op, ReduceOp, Reg, Stmt, UnOp};
 use scaletune_space::expr::{linear_in, Expr};
 use scaletune_space::ids::BlockId;
 use scaletune_space::ir::Pred;
@@ -105,13 +105,10 @@ impl Lowerer {
                     value
                 };
                 let i = self.index(&flat)?;
-                let new = match (blk.op, blk.init) {
-                    (UpdateOp::Assign, _) => value,
-                    (op, true) => {
-                        let c = self.b.constant(neutral.unwrap_or(0.0), dtype);
-                        self.combine(op, c, value)
-                    }
-                    (op, false) => {
+                let new = match blk.op {
+                    UpdateOp::Assign => value,
+                    op => {
+                        self.init_store(b, buf, Target::Scalar(i), mask)?;
                         let old = self.b.emit(Op::Load { buf, index: i });
                         self.combine(op, old, value)
                     }
@@ -122,14 +119,10 @@ impl Lowerer {
                 let lanes = self.vec.as_ref().expect("vector context").lanes;
                 let value = self.widen(value);
                 let base = self.index(&base)?;
-                let new = match (blk.op, blk.init) {
-                    (UpdateOp::Assign, _) => value,
-                    (op, true) => {
-                        let c = self.b.constant(neutral.unwrap_or(0.0), dtype);
-                        let c = self.b.emit(Op::Splat(c, lanes));
-                        self.combine(op, c, value)
-                    }
-                    (op, false) => {
+                let new = match blk.op {
+                    UpdateOp::Assign => value,
+                    op => {
+                        self.init_store(b, buf, Target::Contiguous(base), mask)?;
                         let old = self.b.emit(Op::VLoad { buf, base, lanes, mask });
                         self.combine(op, old, value)
                     }
@@ -139,15 +132,10 @@ impl Lowerer {
             s @ (Shape::Strided(..) | Shape::Irregular(_)) => {
                 let value = self.widen(value);
                 let idx = self.lane_indices(&s, mask)?;
-                let new = match (blk.op, blk.init) {
-                    (UpdateOp::Assign, _) => value,
-                    (op, true) => {
-                        let lanes = self.vec.as_ref().expect("vector context").lanes;
-                        let c = self.b.constant(neutral.unwrap_or(0.0), dtype);
-                        let c = self.b.emit(Op::Splat(c, lanes));
-                        self.combine(op, c, value)
-                    }
-                    (op, false) => {
+                let new = match blk.op {
+                    UpdateOp::Assign => value,
+                    op => {
+                        self.init_store(b, buf, Target::Lanes(idx), mask)?;
                         let old = self.b.emit(Op::Gather { buf, indices: idx, mask });
                         self.combine(op, old, value)
                     }
@@ -156,6 +144,104 @@ impl Lowerer {
             }
         }
         Ok(())
+    }
+
+    /// For a block that still initializes its reduction itself (`init`):
+    /// stores the neutral element where every reduction iterator is 0
+    /// (for a scalar element written from a vector: if any active lane is).
+    fn init_store(&mut self, b: BlockId, buf: BufId, target: Target, mask: Option<Reg>) -> Result<()> {
+        let blk = self.nest.block(b).clone();
+        if !blk.init {
+            return Ok(());
+        }
+        let dtype = self.dtype(blk.lhs.tensor);
+        let n = blk.op.neutral(dtype).unwrap_or(0.0);
+        let vvar = self.vec.as_ref().map(|v| v.var);
+        let mut cond: Option<Reg> = None;
+        for (it, e) in blk.iters.iter().zip(&blk.bindings) {
+            if it.kind != scaletune_space::workload::AxisKind::Reduce {
+                continue;
+            }
+            let c = if vvar.is_some_and(|v| e.uses_var(v)) {
+                let x = self.index_vec(e, mask)?;
+                let z = self.index_vec(&Expr::Int(0), mask)?;
+                self.b.emit(Op::Cmp(CmpOp::Eq, x, z))
+            } else {
+                let x = self.index(e)?;
+                let z = self.b.index(0);
+                self.b.emit(Op::Cmp(CmpOp::Eq, x, z))
+            };
+            cond = Some(match cond {
+                None => c,
+                Some(a) => {
+                    let (a, c) = self.same_shape(a, c);
+                    self.b.bin(BinOp::And, a, c)
+                }
+            });
+        }
+        let cond = match cond {
+            Some(c) => c,
+            None => self.b.bool(true),
+        };
+        let neutral = self.b.constant(n, dtype);
+        match (target, self.b.ty(cond).lanes) {
+            (Target::Scalar(i), Some(lanes)) => {
+                // Any active lane at the first reduction iteration.
+                let cond = match mask {
+                    Some(m) => self.b.bin(BinOp::And, cond, m),
+                    None => cond,
+                };
+                let one = self.b.constant(1.0, DType::I32);
+                let zero = self.b.constant(0.0, DType::I32);
+                let (one_v, zero_v) = (self.b.emit(Op::Splat(one, lanes)), self.b.emit(Op::Splat(zero, lanes)));
+                let as_int = self.b.emit(Op::Select(cond, one_v, zero_v));
+                let any = self.b.emit(Op::Reduce(ReduceOp::Max, as_int));
+                let c = self.b.emit(Op::Cmp(CmpOp::Eq, any, one));
+                self.b.push(Stmt::If {
+                    cond: c,
+                    then_body: vec![Stmt::Store { buf, index: i, value: neutral }],
+                    else_body: Vec::new(),
+                });
+            }
+            (Target::Scalar(i), None) => {
+                self.b.push(Stmt::If {
+                    cond,
+                    then_body: vec![Stmt::Store { buf, index: i, value: neutral }],
+                    else_body: Vec::new(),
+                });
+            }
+            (t, cond_lanes) => {
+                let lanes = self.vec.as_ref().expect("vector context").lanes;
+                let nv = self.b.emit(Op::Splat(neutral, lanes));
+                let store_mask = match cond_lanes {
+                    Some(_) => Some(match mask {
+                        Some(m) => self.b.bin(BinOp::And, cond, m),
+                        None => cond,
+                    }),
+                    None => mask,
+                };
+                let st = match t {
+                    Target::Contiguous(base) => Stmt::VStore { buf, base, value: nv, mask: store_mask },
+                    Target::Lanes(idx) => Stmt::Scatter { buf, indices: idx, value: nv, mask: store_mask },
+                    Target::Scalar(_) => unreachable!("handled above"),
+                };
+                if cond_lanes.is_some() {
+                    self.b.push(st);
+                } else {
+                    self.b.push(Stmt::If { cond, then_body: vec![st], else_body: Vec::new() });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Splats the scalar one of two booleans when the other is a mask.
+    fn same_shape(&mut self, a: Reg, c: Reg) -> (Reg, Reg) {
+        match (self.b.ty(a).lanes, self.b.ty(c).lanes) {
+            (Some(l), None) => (a, self.b.emit(Op::Splat(c, l))),
+            (None, Some(l)) => (self.b.emit(Op::Splat(a, l)), c),
+            _ => (a, c),
+        }
     }
 
     /// `select(mask, v, neutral)` (or `v` without a mask).
@@ -244,6 +330,16 @@ impl Lowerer {
             }
         })
     }
+}
+
+/// Where a block's element(s) live, for the initializing store.
+enum Target {
+    /// One element at an index.
+    Scalar(Reg),
+    /// Consecutive elements.
+    Contiguous(Reg),
+    /// One element per lane at an index vector.
+    Lanes(Reg),
 }
 
 /// The horizontal reduction of an update operator.

@@ -89,6 +89,7 @@ impl Nest {
         const PRIM: &str = "cache_write";
         self.check_block(PRIM, b)?;
         self.check_loop(PRIM, at)?;
+        self.check_outside_vector(PRIM, at)?;
         let bname = self.block(b).name.clone();
         let region = |m: String| ScheduleError::new(PRIM, ErrorKind::Region, m);
         if !self.encloses(at, Node::Block(b)) {
@@ -140,6 +141,13 @@ impl Nest {
                     self.loop_name(at)
                 ))
             })?;
+            if !s.dense {
+                return Err(region(format!(
+                    "block `{bname}` writes dimension {d} of `{}` with gaps inside `{}` (a strided tile cannot be written back)",
+                    self.tensor(t).name,
+                    self.loop_name(at)
+                )));
+            }
             spans.push(s);
         }
         // Other writers must write inside the same tile.
@@ -160,6 +168,33 @@ impl Nest {
                     )));
                 }
             }
+        }
+        // Conditions of the block: those on loops outside the tile hold for the
+        // whole tile and also guard the write-back; those bounding a spatial
+        // index by the tensor's extent are the write-back's own bounds; those
+        // restricting only reduction loops leave the tile complete. Anything
+        // else would leave holes in the tile.
+        let lhs_vars: Vec<_> = blk.lhs.indices.iter().flat_map(|e| self.bind(b, e).vars()).collect();
+        let inner_spatial: Vec<_> = inner_vars.iter().copied().filter(|v| lhs_vars.contains(v)).collect();
+        let mut outer_preds = Vec::new();
+        for p in &blk.predicates {
+            let vars: Vec<_> = p.lhs.vars().into_iter().chain(p.rhs.vars()).collect();
+            if !vars.iter().any(|v| inner_vars.contains(v)) {
+                outer_preds.push(p.clone());
+                continue;
+            }
+            let bounds_dim = blk.lhs.indices.iter().enumerate().any(|(d, idx)| {
+                let Expr::Var(iv) = idx else { return false };
+                self.binding_of(b, *iv) == Some(&p.lhs) && p.rhs == self.tensor(t).shape[d]
+            });
+            if bounds_dim || !vars.iter().any(|v| inner_spatial.contains(v)) {
+                continue;
+            }
+            return Err(region(format!(
+                "block `{bname}` has the condition `{} < {}`, which would leave holes in the tile",
+                self.expr_text(&p.lhs),
+                self.expr_text(&p.rhs)
+            )));
         }
         let tinfo = self.tensor(t).clone();
         let local = self.add_tensor(TensorInfo {
@@ -183,6 +218,10 @@ impl Nest {
         }
         let order: Vec<usize> = (0..spans.len()).collect();
         let (node, wb) = self.copy_nest(&format!("{bname}_wb"), &spans, &order, t, local, false, "w");
+        if !outer_preds.is_empty() {
+            self.block_mut(wb).predicates.extend(outer_preds);
+            self.simplify_block(wb);
+        }
         let end = self.loop_(at).body.len();
         self.attach(node, Some(at), end);
         Ok(wb)
@@ -196,6 +235,7 @@ impl Nest {
         const PRIM: &str = "cache_read";
         self.check_block(PRIM, b)?;
         self.check_loop(PRIM, at)?;
+        self.check_outside_vector(PRIM, at)?;
         let bname = self.block(b).name.clone();
         let region = |m: String| ScheduleError::new(PRIM, ErrorKind::Region, m);
         if !self.encloses(at, Node::Block(b)) {
@@ -209,6 +249,9 @@ impl Nest {
             .map(|i| TensorId(i as u32))
             .find(|t| self.tensor(*t).name == tensor)
             .ok_or_else(|| region(format!("no tensor named `{tensor}`")))?;
+        if self.tensor(t).scope == Scope::Local {
+            return Err(region(format!("`{tensor}` is already a local buffer")));
+        }
         let blk = self.block(b).clone();
         let reads: Vec<Access> = blk.rhs.reads().into_iter().filter(|a| a.tensor == t).cloned().collect();
         if reads.is_empty() {

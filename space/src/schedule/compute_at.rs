@@ -14,8 +14,23 @@ impl Nest {
     /// body, computing for each iteration of `l` only the part of its output
     /// that the consumers under `l` read. Every consumer must be under `l`.
     pub fn compute_at(&mut self, b: BlockId, l: LoopId) -> Result<()> {
+        let mut trial = self.clone();
+        trial.compute_at_unchecked(b, l)?;
+        trial.verify().map_err(|e| {
+            ScheduleError::new(
+                PRIM,
+                ErrorKind::Structure,
+                format!("block `{}` would use variables outside their loops ({e})", self.block(b).name),
+            )
+        })?;
+        *self = trial;
+        Ok(())
+    }
+
+    fn compute_at_unchecked(&mut self, b: BlockId, l: LoopId) -> Result<()> {
         self.check_block(PRIM, b)?;
         self.check_loop(PRIM, l)?;
+        self.check_outside_vector(PRIM, l)?;
         let bname = self.block(b).name.clone();
         let lname = self.loop_name(l).to_string();
         let structure = |m: String| ScheduleError::new(PRIM, ErrorKind::Structure, m);
@@ -98,7 +113,7 @@ impl Nest {
             .zip(&shape)
             .map(|((s, w), ext)| match (s, w) {
                 (Some(s), false) => s,
-                _ => Span { offset: Expr::Int(0), extent: ext.clone() },
+                _ => Span { offset: Expr::Int(0), extent: ext.clone(), dense: true },
             })
             .collect();
 
@@ -140,6 +155,42 @@ impl Nest {
             let v = self.new_var(&base, self.var(it.var).extent.clone());
             loop_vars.push(v);
             bindings[k] = Expr::Var(v);
+        }
+        // Old predicates: those bounding an iterator are replaced by the new
+        // ones; others are carried over when they use the old loops only as
+        // plain bindings of iterators.
+        let old_loop_vars: Vec<_> = self.loops_in(top).iter().map(|x| self.loop_(*x).var).collect();
+        for p in &blk.predicates {
+            let bounds_iter =
+                blk.iters.iter().zip(&blk.bindings).any(|(it, e)| *e == p.lhs && self.var(it.var).extent == p.rhs);
+            if bounds_iter {
+                continue;
+            }
+            let mut ok = true;
+            let sub = |x: &Expr| {
+                x.substitute(&|v| {
+                    if !old_loop_vars.contains(&v) {
+                        return None;
+                    }
+                    blk.bindings.iter().position(|e| *e == Expr::Var(v)).map(|k| bindings[k].clone())
+                })
+            };
+            let q = Pred { lhs: sub(&p.lhs), rhs: sub(&p.rhs) };
+            if q.lhs.vars().iter().chain(q.rhs.vars().iter()).any(|v| old_loop_vars.contains(v)) {
+                ok = false;
+            }
+            if !ok {
+                return Err(ScheduleError::new(
+                    PRIM,
+                    ErrorKind::Region,
+                    format!(
+                        "block `{bname}` has the condition `{} < {}`, which cannot be carried to its new loops",
+                        self.expr_text(&p.lhs),
+                        self.expr_text(&p.rhs)
+                    ),
+                ));
+            }
+            predicates.push(q);
         }
         // Remove the old nest and build the new one.
         self.detach(top);

@@ -19,6 +19,9 @@ impl Nest {
         self.check_loop(PRIM, l)?;
         let blk = self.block(b).clone();
         let lname = self.loop_name(l).to_string();
+        if let Some(p) = self.loop_(l).parent {
+            self.check_outside_vector(PRIM, p)?;
+        }
         if !blk.init {
             return Err(ScheduleError::new(
                 PRIM,
@@ -36,6 +39,20 @@ impl Nest {
         };
         let red = self.reduction_loop_vars(b);
         let spatial = self.spatial_loop_vars(b);
+        for a in &anc[pos..] {
+            let v = self.loop_(*a).var;
+            if red.contains(&v) && spatial.contains(&v) {
+                return Err(ScheduleError::new(
+                    PRIM,
+                    ErrorKind::Structure,
+                    format!(
+                        "loop `{}` carries both spatial and reduction iterators of block `{}`",
+                        self.loop_name(*a),
+                        blk.name
+                    ),
+                ));
+            }
+        }
         for a in &anc[..pos] {
             if red.contains(&self.loop_(*a).var) {
                 return Err(ScheduleError::new(
@@ -47,6 +64,31 @@ impl Nest {
                         blk.name
                     ),
                 ));
+            }
+        }
+        // The initialization must stay inside every loop shared with a reader
+        // of the result (a write-back of a local tile, a consumer moved by
+        // compute_at): it runs once per iteration of such a loop.
+        let t = blk.lhs.tensor;
+        for r in self.all_blocks() {
+            if r == b || !self.block_reads(r, t) {
+                continue;
+            }
+            let ra = self.ancestors(Node::Block(r));
+            let lca = anc.iter().zip(&ra).take_while(|(x, y)| x == y).last().map(|(x, _)| *x);
+            if let Some(lca) = lca {
+                if !anc[..pos].contains(&lca) {
+                    return Err(ScheduleError::new(
+                        PRIM,
+                        ErrorKind::Dependence,
+                        format!(
+                            "the initialization must stay inside loop `{}`, where block `{}` reads `{}`",
+                            self.loop_name(lca),
+                            self.block(r).name,
+                            self.tensor(t).name
+                        ),
+                    ));
+                }
             }
         }
         Ok(self.split_init(b, l, &anc[pos..], &red, &spatial))
@@ -155,6 +197,14 @@ impl Nest {
             let Some(pos) = anc.iter().position(|l| red.contains(&self.loop_(*l).var)) else { continue };
             let spatial = self.spatial_loop_vars(b);
             let chain = anc[pos..].to_vec();
+            // A loop carrying both kinds of iterators (fused) keeps the
+            // conditional initialization inside the block.
+            if chain.iter().any(|l| {
+                let v = self.loop_(*l).var;
+                red.contains(&v) && spatial.contains(&v)
+            }) {
+                continue;
+            }
             self.split_init(b, anc[pos], &chain, &red, &spatial);
         }
     }

@@ -37,6 +37,21 @@ impl Nest {
                 ));
             }
         }
+        let vars: Vec<_> = loops.iter().map(|l| self.loop_(*l).var).collect();
+        for b in self.blocks_in(Node::Loop(loops[0])) {
+            if self.block(b).op == crate::workload::UpdateOp::Assign {
+                continue;
+            }
+            let red = self.reduction_loop_vars(b);
+            let spatial = self.spatial_loop_vars(b);
+            if vars.iter().any(|v| red.contains(v)) && vars.iter().any(|v| spatial.contains(v)) {
+                return Err(ScheduleError::new(
+                    PRIM,
+                    ErrorKind::Structure,
+                    format!("fusing would mix spatial and reduction iterators of block `{}`", self.block(b).name),
+                ));
+            }
+        }
         let extents: Vec<Expr> = loops.iter().map(|l| self.extent(*l).clone()).collect();
         let total = simplify(&extents.iter().cloned().fold(Expr::Int(1), |a, b| a * b), self);
         let name: Vec<String> = loops.iter().map(|l| self.loop_name(*l).to_string()).collect();

@@ -83,31 +83,43 @@ impl Nest {
                 )));
             }
         }
-        if tail != Tail::Predicate {
-            let inner_vars: Vec<_> = inner.iter().map(|x| self.loop_(*x).var).collect();
-            for b in &blocks {
-                for p in &self.block(*b).predicates {
-                    if !p.lhs.uses_var(var) && !p.rhs.uses_var(var) {
-                        continue;
-                    }
-                    let lin = linear_in(&p.lhs, var, self);
-                    let ok = !p.rhs.uses_var(var)
-                        && lin.as_ref().and_then(|x| x.const_coeff()).is_some_and(|c| c > 0)
-                        && !inner_vars.iter().any(|iv| p.lhs.uses_var(*iv) || p.rhs.uses_var(*iv));
-                    if !ok {
-                        return Err(err(format!(
-                            "tail=\"{}\" needs a tail condition increasing in the loop and independent of inner loops, but block `{}` has `{} < {}`; use tail=\"predicate\"",
-                            tail.name(),
-                            self.block(*b).name,
-                            self.expr_text(&p.lhs),
-                            self.expr_text(&p.rhs)
-                        )));
-                    }
-                }
-            }
+        if let Some(why) = self.tail_problem(l, tail) {
+            return Err(err(why));
         }
         self.loop_mut(l).kind = LoopKind::Vectorize(tail);
         Ok(())
+    }
+
+    /// Why a vector loop cannot use `tail` (peel and scalar need every tail
+    /// predicate to be increasing in the loop and free of inner loops).
+    pub(crate) fn tail_problem(&self, l: LoopId, tail: Tail) -> Option<String> {
+        if tail == Tail::Predicate {
+            return None;
+        }
+        let var = self.loop_(l).var;
+        let inner_vars: Vec<_> =
+            self.loops_in(Node::Loop(l)).into_iter().filter(|x| *x != l).map(|x| self.loop_(x).var).collect();
+        for b in self.blocks_in(Node::Loop(l)) {
+            for p in &self.block(b).predicates {
+                if !p.lhs.uses_var(var) && !p.rhs.uses_var(var) {
+                    continue;
+                }
+                let lin = linear_in(&p.lhs, var, self);
+                let ok = !p.rhs.uses_var(var)
+                    && lin.as_ref().and_then(|x| x.const_coeff()).is_some_and(|c| c > 0)
+                    && !inner_vars.iter().any(|iv| p.lhs.uses_var(*iv) || p.rhs.uses_var(*iv));
+                if !ok {
+                    return Some(format!(
+                        "tail=\"{}\" needs a tail condition increasing in the loop and independent of inner loops, but block `{}` has `{} < {}`; use tail=\"predicate\"",
+                        tail.name(),
+                        self.block(b).name,
+                        self.expr_text(&p.lhs),
+                        self.expr_text(&p.rhs)
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// Marks `l` for full unrolling at lowering.

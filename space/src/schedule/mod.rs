@@ -87,6 +87,26 @@ impl Nest {
         }
     }
 
+    /// Fails if `l` is a vectorized loop or inside one: new blocks placed
+    /// there would not depend on the vector lane.
+    pub(crate) fn check_outside_vector(&self, prim: &'static str, l: LoopId) -> Result<()> {
+        let mut chain = self.ancestors(Node::Loop(l));
+        chain.push(l);
+        for a in chain {
+            if matches!(self.loop_(a).kind, LoopKind::Vectorize(_)) {
+                return Err(ScheduleError::new(
+                    prim,
+                    ErrorKind::LoopKind,
+                    format!(
+                        "cannot place new statements inside the vectorized loop `{}`; vectorize afterwards",
+                        self.loop_name(a)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The block with this name.
     pub fn get_block(&self, name: &str) -> Result<BlockId> {
         self.find_block(name).ok_or_else(|| {

@@ -2,7 +2,7 @@
 
 use super::{ErrorKind, Result, ScheduleError};
 use crate::ids::LoopId;
-use crate::ir::{Nest, Node};
+use crate::ir::{LoopKind, Nest, Node};
 
 const PRIM: &str = "reorder";
 
@@ -62,6 +62,33 @@ impl Nest {
             }
         }
         self.check_reorder_dependences(inner, order)?;
+        let mut trial = self.clone();
+        trial.rebuild_chain(&path, inner, order);
+        for l in trial.loops_in(Node::Loop(trial.chain_top(&path))) {
+            if let LoopKind::Vectorize(tail) = trial.loop_(l).kind {
+                if let Some(why) = trial.tail_problem(l, tail) {
+                    return Err(ScheduleError::new(
+                        PRIM,
+                        ErrorKind::LoopKind,
+                        format!(
+                            "after the reorder, vectorized loop `{}` could not keep its tail: {why}",
+                            trial.loop_name(l)
+                        ),
+                    ));
+                }
+            }
+        }
+        *self = trial;
+        Ok(())
+    }
+
+    /// The outermost loop of a rebuilt chain (the first of `path` in the new order).
+    fn chain_top(&self, path: &[LoopId]) -> LoopId {
+        let depth = |l: LoopId| self.ancestors(Node::Loop(l)).len();
+        *path.iter().min_by_key(|l| depth(**l)).expect("non-empty path")
+    }
+
+    fn rebuild_chain(&mut self, path: &[LoopId], inner: LoopId, order: &[LoopId]) {
         let mut it = order.iter();
         let new_path: Vec<LoopId> =
             path.iter().map(|l| if order.contains(l) { *it.next().expect("same count") } else { *l }).collect();
@@ -79,7 +106,6 @@ impl Nest {
             self.set_parent(*c, Some(last));
         }
         self.loop_mut(last).body = body;
-        Ok(())
     }
 
     /// A reduction computed under the chain and consumed by another block

@@ -114,7 +114,12 @@ impl Trace {
     /// Applies every instruction to `nest` and returns the final name bindings.
     /// On error the nest holds the effect of the instructions before the failing one.
     pub fn apply(&self, nest: &mut Nest) -> Result<HashMap<String, Rv>, TraceError> {
-        let mut vars = HashMap::new();
+        self.apply_with(nest, HashMap::new())
+    }
+
+    /// Like [`Trace::apply`], continuing from the bindings of an earlier replay.
+    pub fn apply_with(&self, nest: &mut Nest, env: HashMap<String, Rv>) -> Result<HashMap<String, Rv>, TraceError> {
+        let mut vars = env;
         for (i, inst) in self.insts.iter().enumerate() {
             let mut env = Env { vars, line: self.lines.get(i).copied(), inst };
             step(&mut env, nest)?;
