@@ -8,7 +8,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "scaletune", version, about = "Autotuner and schedule-space explorer for tensor kernels on vector-length-agnostic hardware")]
+#[command(
+    name = "scaletune",
+    version,
+    about = "Autotuner and schedule-space explorer for tensor kernels on vector-length-agnostic hardware"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -64,14 +64,16 @@ impl Schedule {
     /// Reads a schedule file: trace text, or the JSON form if it starts with `{`.
     pub fn from_file(path: &Path) -> Result<Schedule, PipelineError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| PipelineError::ScheduleIo { file: file.clone(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| PipelineError::ScheduleIo { file: file.clone(), source })?;
         Schedule::from_text(&text, &file)
     }
 
     /// Parses schedule text (or JSON).
     pub fn from_text(text: &str, file: &str) -> Result<Schedule, PipelineError> {
         let trace = if text.trim_start().starts_with('{') {
-            Trace::from_json(text).map_err(|e| PipelineError::ScheduleJson { file: file.to_string(), message: e.to_string() })?
+            Trace::from_json(text)
+                .map_err(|e| PipelineError::ScheduleJson { file: file.to_string(), message: e.to_string() })?
         } else {
             parse_trace(text).map_err(|source| PipelineError::Schedule { file: file.to_string(), source })?
         };

@@ -77,6 +77,10 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<CheckOutcome> {
         }
         let _ = writeln!(report, "{line}");
     }
-    let _ = writeln!(report, "{}", if passed { "all runs match the reference" } else { "some runs do NOT match the reference" });
+    let _ = writeln!(
+        report,
+        "{}",
+        if passed { "all runs match the reference" } else { "some runs do NOT match the reference" }
+    );
     Ok(CheckOutcome { report, passed })
 }
