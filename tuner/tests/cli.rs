@@ -1,0 +1,202 @@
+//! End-to-end tests of the `scaletune` binary: the tiled matmul on every
+//! kind of target, gathers vs. contiguous loads, the predicated reduction,
+//! and one-line errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn scaletune(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn sched(name: &str) -> String {
+    format!("configs/schedules/{name}.trace")
+}
+
+fn check_ok(workload: &str, target: &str, schedule: &str, vls: Option<&str>) -> String {
+    let mut args = vec!["check", workload, "--target", target, "--schedule", schedule];
+    if let Some(v) = vls {
+        args.extend(["--vl", v]);
+    }
+    let o = scaletune(&args);
+    let t = text(&o);
+    assert!(o.status.success(), "{args:?} failed:\n{t}");
+    assert!(t.contains("all runs match the reference"), "{t}");
+    t
+}
+
+/// A schedule file with the tail strategy replaced.
+fn with_tail(tail: &str, dir: &Path) -> String {
+    let src = std::fs::read_to_string(root().join(sched("matmul_tiled"))).expect("reads");
+    let p = dir.join(format!("matmul_{tail}.trace"));
+    std::fs::write(&p, src.replace("\"predicate\"", &format!("\"{tail}\""))).expect("writes");
+    p.display().to_string()
+}
+
+const MM: &str = "matmul:M=67,N=131,K=29";
+
+#[test]
+fn tiled_matmul_passes_on_every_target_and_vector_length() {
+    let s = sched("matmul_tiled");
+    check_ok(MM, "host", &s, None);
+    check_ok(MM, "neoverse-v1", &s, None);
+    let t = check_ok(MM, "sve-generic", &s, Some("128,256,512,2048"));
+    for vl in ["128", "256", "512", "2048"] {
+        assert!(t.contains(&format!("VL {vl:>4}: ok")), "{t}");
+    }
+    check_ok(MM, "rvv", &s, Some("128,256,1024"));
+}
+
+#[test]
+fn tiled_matmul_with_scalar_and_peeled_tails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for tail in ["scalar", "peel"] {
+        let s = with_tail(tail, dir.path());
+        check_ok(MM, "host", &s, None);
+        check_ok(MM, "neoverse-v1", &s, None);
+        check_ok(MM, "sve-generic", &s, Some("128,256,512,2048"));
+        check_ok(MM, "rvv", &s, Some("128,256,1024"));
+    }
+}
+
+fn asm(workload: &str, target: &str, schedule: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().display().to_string();
+    let o = scaletune(&["compile", workload, "--target", target, "--schedule", schedule, "--emit", "asm", "-o", &out]);
+    assert!(o.status.success(), "{}", text(&o));
+    let f = std::fs::read_dir(dir.path()).expect("dir").next().expect("one file").expect("entry").path();
+    std::fs::read_to_string(f).expect("asm")
+}
+
+/// An SVE `ld1w` whose address has a vector register index.
+fn has_gather(asm: &str) -> bool {
+    asm.lines().any(|l| l.contains("ld1w") && l.contains(", z"))
+}
+
+#[test]
+fn sve_assembly_is_predicated() {
+    let a = asm(MM, "sve-generic", &sched("matmul_tiled"));
+    assert!(a.contains("whilelo"), "{a}");
+    assert!(a.contains("ld1w"), "{a}");
+}
+
+#[test]
+fn gathered_and_contiguous_dimensions() {
+    for (w, gather, rows) in [
+        ("paged_read", "paged_read_gather", "paged_read_rows"),
+        ("matmul_bt:M=33,N=45,K=19", "matmul_bt_gather", "matmul_bt_rows"),
+    ] {
+        check_ok(w, "sve-generic", &sched(gather), None);
+        check_ok(w, "sve-generic", &sched(rows), None);
+        assert!(has_gather(&asm(w, "sve-generic", &sched(gather))), "{w}: no gather");
+        let contiguous = asm(w, "sve-generic", &sched(rows));
+        assert!(!has_gather(&contiguous) && contiguous.contains("ld1w"), "{w}: {contiguous}");
+    }
+}
+
+#[test]
+fn predicated_vector_reduction_at_every_vector_length() {
+    let t = check_ok("sum_cos:N=500", "sve-generic", &sched("sum_cos_reduction"), None);
+    assert_eq!(t.matches(": ok").count(), 4, "{t}");
+    check_ok("sum_cos:N=500", "rvv", &sched("sum_cos_reduction"), Some("128,256,512,1024"));
+}
+
+fn fails(args: &[&str], expect: &str) {
+    let o = scaletune(args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!o.status.success(), "{args:?} succeeded");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
+    assert!(err.contains(expect), "{args:?}: `{expect}` not in: {err}");
+}
+
+#[test]
+fn bad_input_gets_a_one_line_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "compute = [\"C[i, j] += A[i, k] * B[k j]\"]\n[tensors]\nA = { dtype = \"f32\", shape = [4, 4] }\nB = { dtype = \"f32\", shape = [4, 4] }\nC = { dtype = \"f32\", shape = [4, 4], role = \"output\" }\n",
+    )
+    .expect("writes");
+    let bad = bad.display().to_string();
+    fails(&["check", &bad, "--target", "host"], "bad.toml:1:38: expected `,` or `]` after an index, found `j`");
+    fails(&["compile", "nosuch", "--target", "host"], "unknown workload `nosuch`");
+    fails(&["compile", "matmul", "--target", "z80"], "unknown target `z80`");
+    fails(
+        &["check", "matmul:M=8", "--target", "sve-generic", "--vl", "384"],
+        "cannot run at a vector length of 384 bits",
+    );
+
+    let unknown_loop = dir.path().join("unknown.trace");
+    std::fs::write(&unknown_loop, "b = get_block(\"C\")\ni, j, k = get_loops(b)\nvectorize(jj)\n").expect("writes");
+    let unknown_loop = unknown_loop.display().to_string();
+    fails(
+        &["check", "matmul", "--target", "host", "--schedule", &unknown_loop],
+        "line 3: `vectorize(jj, tail=\"predicate\")`: `jj` is not defined",
+    );
+
+    let illegal = dir.path().join("illegal.trace");
+    std::fs::write(&illegal, "b = get_block(\"C\")\ni, j, k = get_loops(b)\nvectorize(k)\n").expect("writes");
+    let illegal = illegal.display().to_string();
+    fails(&["compile", "matmul", "--target", "host", "--schedule", &illegal], "extent 128 is not a vector length");
+
+    let bad_reorder = dir.path().join("reorder.trace");
+    std::fs::write(&bad_reorder, "b = get_block(\"C\")\ni, j, k = get_loops(b)\nreorder(k, k)\n").expect("writes");
+    let bad_reorder = bad_reorder.display().to_string();
+    fails(&["compile", "matmul", "--target", "host", "--schedule", &bad_reorder], "loop `k` is listed twice");
+
+    let syntax = dir.path().join("syntax.trace");
+    std::fs::write(&syntax, "b = get_block(\"C\"\n").expect("writes");
+    let syntax = syntax.display().to_string();
+    fails(&["compile", "matmul", "--target", "host", "--schedule", &syntax], "line 1, column 18");
+}
+
+#[test]
+fn listing_commands() {
+    let o = scaletune(&["workloads"]);
+    assert!(o.status.success());
+    let t = text(&o);
+    for w in ["scale_add", "matmul", "paged_read", "conv2d_nhwc", "softmax_rows"] {
+        assert!(t.contains(w), "{t}");
+    }
+    let o = scaletune(&["targets", "rvv"]);
+    let t = text(&o);
+    assert!(t.contains("vscale = VL/64") && t.contains("qemu-riscv64"), "{t}");
+    let o = scaletune(&["workloads", "conv2d_nhwc:S=2"]);
+    assert!(text(&o).contains("Out: f32[1, 7, 7, 32] output"), "{}", text(&o));
+}
+
+#[test]
+fn compile_emits_every_kind_deterministically() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for d in [&a, &b] {
+        let o = scaletune(&[
+            "compile",
+            MM,
+            "--target",
+            "sve-generic",
+            "--schedule",
+            &sched("matmul_tiled"),
+            "--emit",
+            "asm,llvm,obj,loops,vector",
+            "-o",
+            &d.display().to_string(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    for ext in ["s", "ll", "o", "loops", "vector"] {
+        let fa = std::fs::read(a.join(format!("scaletune_matmul.{ext}"))).expect("written");
+        let fb = std::fs::read(b.join(format!("scaletune_matmul.{ext}"))).expect("written");
+        assert!(!fa.is_empty() && fa == fb, "{ext} differs between runs");
+    }
+}
