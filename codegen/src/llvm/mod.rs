@@ -3,13 +3,17 @@
 //! [`compile`] turns one vector [`Program`] into optimized LLVM IR, assembly
 //! and an object file for a [`Target`]. The pipeline reads top to bottom:
 //!
-//! 1. check the program (`vprog::verify`, parameters) and its vector types
-//!    against what the target's backend supports ([`support`]),
-//! 2. create a fresh LLVM context, a module and the target machine,
-//! 3. emit the kernel function ([`emit`] for statements, [`ops`] for
-//!    operations, [`intrinsics`] for intrinsic calls, [`types`] for types),
+//! 1. check the program (`vprog::verify`, parameters, constants) and its
+//!    vector types against what the target's backend supports (`support.rs`:
+//!    LLVM aborts the process on the types it cannot legalize, so those are
+//!    rejected here with [`LlvmError::Unsupported`]),
+//! 2. create a fresh LLVM context (`context.rs`, RAII owners), a module and
+//!    the target machine,
+//! 3. emit the kernel function (`emit.rs` for the signature and statements,
+//!    `ops.rs` for operations, `intrinsics.rs` for intrinsic calls,
+//!    `types.rs` for types),
 //! 4. run LLVM's verifier, then the new-pass-manager pipeline `default<On>`,
-//! 5. print the IR and emit assembly and the object ([`machine`]).
+//! 5. print the IR and emit assembly and the object (`machine.rs`).
 //!
 //! Every vprog register becomes an `alloca` in the entry block; mem2reg/SROA
 //! in the optimization pipeline turns them into SSA values. Each call owns its
