@@ -147,7 +147,7 @@ impl Gen {
             }
             7 => {
                 let out = self.name("w");
-                if mv[3] % 2 == 0 {
+                if mv[3].is_multiple_of(2) {
                     self.try_inst(Inst::CacheWrite { out, block: b, at: l });
                 } else {
                     let out2 = self.name("i");
@@ -160,7 +160,7 @@ impl Gen {
                 if !reads.is_empty() {
                     let tensor = reads[mv[3] as usize % reads.len()].clone();
                     let rank = self.nest.tensors.iter().find(|t| t.name == tensor).map(|t| t.shape.len()).unwrap_or(1);
-                    let layout = (mv[3] % 3 == 0 && rank == 2).then(|| vec![1, 0]);
+                    let layout = (mv[3].is_multiple_of(3) && rank == 2).then(|| vec![1, 0]);
                     let out = self.name("c");
                     self.try_inst(Inst::CacheRead { out, block: b, tensor, at: l, layout });
                 }

@@ -46,7 +46,7 @@ impl Lowerer {
     }
 
     /// The lane mask of predicates that depend on the vector lane.
-    fn mask(&mut self, preds: &[Pred]) -> Result<Option<Reg>> {
+    pub(crate) fn lane_mask(&mut self, preds: &[Pred]) -> Result<Option<Reg>> {
         let Some(vc) = self.vec.clone() else { return Ok(None) };
         let mut acc: Option<Reg> = None;
         for p in preds {
@@ -73,7 +73,7 @@ impl Lowerer {
 
     fn block_body(&mut self, b: BlockId, varying: &[Pred], full: bool) -> Result<()> {
         let blk = self.nest.block(b).clone();
-        let mask = if full { None } else { self.mask(varying)? };
+        let mask = if full { None } else { self.lane_mask(varying)? };
         let value = self.value(b, &blk.rhs, mask)?;
         let t = blk.lhs.tensor;
         let dtype = self.dtype(t);
@@ -89,6 +89,20 @@ impl Lowerer {
             let next = self.combine(blk.op, acc, value);
             self.b.assign(acc, Op::Copy(next));
             return Ok(());
+        }
+        // A promoted element: update its register.
+        if let Some(keys) = self.tiles.keys.get(&b) {
+            let values: Vec<i64> = keys.iter().map(|k| self.unrolled.get(k).copied().unwrap_or(-1)).collect();
+            if let Some(acc) = self.active_tiles.get(&(b, values)).copied() {
+                let value = if self.b.ty(acc).is_vector() { self.widen(value) } else { value };
+                let next = self.combine(blk.op, acc, value);
+                let next = match mask {
+                    Some(m) => self.b.emit(Op::Select(m, next, acc)),
+                    None => next,
+                };
+                self.b.assign(acc, Op::Copy(next));
+                return Ok(());
+            }
         }
         let shape = self.shape(t, &bound);
         match shape {

@@ -2,6 +2,7 @@
 
 use super::reduce::AccPlan;
 use super::tails::{TailPlan, VecMode};
+use super::tiles::TilePlan;
 use crate::vprog::{verify, BufId, BufKind, Buffer, Builder, Lanes, Program, Reg, VerifyError};
 use scaletune_space::expr::{eval, simplify, Expr};
 use scaletune_space::ids::{BlockId, LoopId, VarId};
@@ -48,6 +49,9 @@ pub(crate) struct Lowerer {
     pub modes: HashMap<LoopId, VecMode>,
     pub accs: AccPlan,
     pub active_accs: HashMap<BlockId, Reg>,
+    pub tiles: TilePlan,
+    pub active_tiles: HashMap<(BlockId, Vec<i64>), Reg>,
+    pub unrolled: HashMap<VarId, i64>,
 }
 
 pub(crate) type Result<T> = std::result::Result<T, LowerError>;
@@ -64,6 +68,8 @@ pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
     let vscale_const = nest.caps.fixed_vscale().map(i64::from);
     let tails = TailPlan::build(&nest, vscale_const);
     let accs = AccPlan::build(&nest);
+    let lane_reduced: Vec<BlockId> = accs.vloop.keys().copied().collect();
+    let tiles = TilePlan::build(&nest, &tails, &lane_reduced);
     let mut lw = Lowerer {
         b: Builder::new(kernel),
         nest,
@@ -76,6 +82,9 @@ pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
         modes: HashMap::new(),
         accs,
         active_accs: HashMap::new(),
+        tiles,
+        active_tiles: HashMap::new(),
+        unrolled: HashMap::new(),
     };
     lw.setup_buffers()?;
     for n in lw.nest.root.clone() {

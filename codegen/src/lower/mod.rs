@@ -17,6 +17,7 @@ mod ctx;
 pub mod math;
 mod reduce;
 mod tails;
+mod tiles;
 mod walk;
 
 #[cfg(test)]

@@ -25,7 +25,9 @@ impl Lowerer {
                 started.push((*b, acc));
             }
         }
+        let tiles = self.start_tiles(l)?;
         self.loop_versioned(l)?;
+        self.finish_tiles(tiles)?;
         for (b, acc) in started {
             self.active_accs.remove(&b);
             self.finish_acc(b, acc)?;
@@ -146,9 +148,11 @@ impl Lowerer {
             for i in 0..n {
                 let c = self.b.index(i);
                 self.vars.insert(var, c);
+                self.unrolled.insert(var, i);
                 body(self)?;
             }
             self.vars.remove(&var);
+            self.unrolled.remove(&var);
             return Ok(());
         }
         let hint = if kind == LoopKind::Parallel { LoopHint::Parallel } else { LoopHint::None };
