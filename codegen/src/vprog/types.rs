@@ -254,7 +254,9 @@ pub enum BinOp {
     Mul,
     /// Floating-point division.
     Div,
-    /// Integer division rounding toward negative infinity (divisor non-zero).
+    /// Integer division rounding toward negative infinity. A zero divisor and
+    /// `MIN / -1` are errors (the interpreter reports them; emitted code
+    /// gives an unspecified value without trapping).
     FloorDiv,
     /// Integer remainder with the sign of the divisor (`a - b*floordiv(a,b)`).
     FloorMod,
@@ -333,7 +335,8 @@ pub enum Op {
     /// `cond ? a : b`, elementwise (cond a bool of the same shape, or a scalar bool).
     Select(Reg, Reg, Reg),
     /// Numeric conversion to another element type (same shape). Float to int
-    /// truncates toward zero; int to int sign-extends or truncates.
+    /// truncates toward zero and saturates (NaN converts to 0); int to int
+    /// sign-extends or truncates.
     Cast(Reg, Elem),
     /// Reinterpret the bits as another element type of the same width.
     Bitcast(Reg, Elem),
