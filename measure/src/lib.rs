@@ -32,6 +32,14 @@
 //! [`Workload::arg_tensors`]: scaletune_space::workload::Workload::arg_tensors
 
 pub mod harness;
+pub mod protocol;
+pub mod result;
+pub mod runner;
 
-pub use harness::{check, driver_source, CheckRequest, Harness, HarnessError, RunCheck, RunStatus};
+pub use harness::{
+    check, driver_source, CheckRequest, Harness, HarnessError, RunCheck, RunOptions, RunOutput, RunStatus,
+};
+pub use protocol::TimingProtocol;
+pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
+pub use runner::{Built, Runner};
 pub use scaletune_space::reference::Comparison;

@@ -143,6 +143,26 @@ impl RunCheck {
     }
 }
 
+/// Extra arguments and limits for one run (see [`Harness::run_with`]).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Inserted between the QEMU command and the executable (ignored natively).
+    pub qemu_args: Vec<String>,
+    /// Appended after the driver's input and output paths.
+    pub driver_args: Vec<String>,
+    /// Overrides the harness's timeout for this run.
+    pub timeout: Option<Duration>,
+}
+
+/// What a run printed.
+#[derive(Clone, Debug, Default)]
+pub struct RunOutput {
+    /// Standard output of the driver (or of QEMU).
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
 /// The directory a harness lives in.
 #[derive(Debug)]
 enum WorkDir {
@@ -247,6 +267,20 @@ impl Harness {
     /// cannot start, a crash, a timeout or wrong outputs are all reported in
     /// the returned [`RunCheck`].
     pub fn run(&self, vl_bits: u32) -> RunCheck {
+        self.run_with(vl_bits, &RunOptions::default()).0
+    }
+
+    /// Like [`Harness::run`], with extra arguments for QEMU (before the
+    /// executable, e.g. a TCG plugin) and for the driver (after its input and
+    /// output paths), and returning the run's stdout and stderr for runners
+    /// that parse more than the verdict.
+    pub fn run_with(&self, vl_bits: u32, opts: &RunOptions) -> (RunCheck, RunOutput) {
+        let mut captured = RunOutput::default();
+        let check = self.run_inner(vl_bits, opts, &mut captured);
+        (check, captured)
+    }
+
+    fn run_inner(&self, vl_bits: u32, opts: &RunOptions, captured: &mut RunOutput) -> RunCheck {
         let emulated = !self.target.is_native();
         let mut result = RunCheck {
             vl_bits,
@@ -268,7 +302,7 @@ impl Harness {
             Some(words) => match words.split_first() {
                 Some((qemu, qemu_args)) => {
                     let mut cmd = Command::new(qemu);
-                    cmd.args(qemu_args).arg(&self.executable);
+                    cmd.args(qemu_args).args(&opts.qemu_args).arg(&self.executable);
                     (cmd, format!("under {} at VL {vl_bits}", build::command_line(&words)))
                 }
                 None => {
@@ -278,9 +312,11 @@ impl Harness {
             },
             None => (Command::new(&self.executable), format!("natively at VL {vl_bits}")),
         };
-        cmd.arg(&self.input).arg(&output).current_dir(self.dir.path());
-        let raw = run_with_timeout(cmd, self.timeout);
+        cmd.arg(&self.input).arg(&output).args(&opts.driver_args).current_dir(self.dir.path());
+        let raw = run_with_timeout(cmd, opts.timeout.unwrap_or(self.timeout));
         result.wall_time = raw.wall_time;
+        captured.stdout = raw.stdout.clone();
+        captured.stderr = raw.stderr.clone();
         self.judge(&raw, &output, &how, &mut result);
         let _ = std::fs::remove_file(&output);
         result

@@ -1,0 +1,134 @@
+//! Measurement results: a failed build or run is data, never an error.
+
+use serde::{Deserialize, Serialize};
+
+/// How a candidate (or one run of it) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Built, ran, and every output matched the reference.
+    Ok,
+    /// Scheduling, lowering, LLVM or linking failed.
+    BuildError,
+    /// The run crashed (signal), exited non-zero, wrote outside its outputs,
+    /// or ran at the wrong vector length.
+    RunError,
+    /// The candidate's own run exceeded its timeout (queueing time excluded).
+    Timeout,
+    /// The run completed but an output is outside its error bound.
+    WrongResult,
+}
+
+impl Status {
+    /// The status keyword stored in the database and printed by the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::BuildError => "build_error",
+            Status::RunError => "run_error",
+            Status::Timeout => "timeout",
+            Status::WrongResult => "wrong_result",
+        }
+    }
+}
+
+/// Real time of the kernel, from the timing protocol.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Seconds per kernel call, one entry per repeat (each repeat averages `number` calls).
+    pub repeats_s: Vec<f64>,
+    /// Median of `repeats_s`.
+    pub median_s: f64,
+    /// Spread: (max - min) / median over the repeats.
+    pub spread: f64,
+    /// Kernel calls per repeat actually used (after `min_repeat_ms` scaling).
+    pub number: u32,
+}
+
+impl Timing {
+    /// Summarizes repeats (seconds per call).
+    pub fn from_repeats(repeats_s: Vec<f64>, number: u32) -> Timing {
+        let mut sorted = repeats_s.clone();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        let n = sorted.len();
+        let median_s = if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        let spread = if n == 0 || median_s <= 0.0 { f64::NAN } else { (sorted[n - 1] - sorted[0]) / median_s };
+        Timing { repeats_s, median_s, spread, number }
+    }
+}
+
+/// Metrics of a run under QEMU user mode. Wall time under emulation says
+/// nothing about real performance and is kept only as `emulation_wall_s`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Emulated {
+    /// Dynamic instructions executed inside the kernel's address range.
+    pub instructions: u64,
+    /// Sum over the kernel's basic blocks of executions x llvm-mca block
+    /// throughput (cycles) for the target's CPU model, if a model exists.
+    pub est_cycles: Option<f64>,
+    /// Wall time of the emulated process (emulation time, not kernel time).
+    pub emulation_wall_s: f64,
+}
+
+/// The outcome of one candidate at one vector length.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VlMeasurement {
+    /// Vector length in bits.
+    pub vl_bits: u32,
+    /// How it ended.
+    pub status: Status,
+    /// The first mismatching element, the signal, stderr, ... (empty when ok).
+    pub message: String,
+    /// Largest absolute output error (NaN if nothing was compared).
+    pub max_abs_err: f64,
+    /// Real timing (native and remote runners).
+    pub timing: Option<Timing>,
+    /// Emulated metrics (QEMU runner).
+    pub emulated: Option<Emulated>,
+    /// The runner (or agent) that measured it.
+    pub runner: String,
+}
+
+/// The outcome of one candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Candidate id within its batch.
+    pub candidate: u64,
+    /// Overall status: the first non-ok status of the runs, or the build's.
+    pub status: Status,
+    /// Why the build failed (empty otherwise).
+    pub message: String,
+    /// Content hash of the artifact (empty if the build failed).
+    pub artifact: String,
+    /// Seconds spent building (scheduling, lowering, LLVM, linking).
+    pub build_s: f64,
+    /// One entry per requested vector length.
+    pub runs: Vec<VlMeasurement>,
+}
+
+impl Measurement {
+    /// A build failure.
+    pub fn build_error(candidate: u64, message: impl Into<String>, build_s: f64) -> Measurement {
+        Measurement {
+            candidate,
+            status: Status::BuildError,
+            message: message.into(),
+            artifact: String::new(),
+            build_s,
+            runs: Vec::new(),
+        }
+    }
+
+    /// Derives the overall status from the runs.
+    pub fn from_runs(candidate: u64, artifact: String, build_s: f64, runs: Vec<VlMeasurement>) -> Measurement {
+        let status = runs.iter().map(|r| r.status).find(|s| *s != Status::Ok).unwrap_or(Status::Ok);
+        let message = runs.iter().find(|r| r.status != Status::Ok).map(|r| r.message.clone()).unwrap_or_default();
+        Measurement { candidate, status, message, artifact, build_s, runs }
+    }
+}
