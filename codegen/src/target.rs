@@ -297,6 +297,58 @@ impl Target {
         })
     }
 
+    /// The kinds of vectors the schedule space may choose between on this
+    /// target, by name: on AArch64 with SVE, SVE at the known vector length
+    /// (`sve`, when the target fixes it), length-agnostic SVE (`sve-vla`) and
+    /// NEON (`neon`); on RVV, length-agnostic (`rvv-vla`) and fixed at the
+    /// first default VLEN (`rvv-<bits>`); on x86, the fixed widths the CPU has
+    /// (`avx512`, `avx2`, else `sse`). The first kind is the target's default.
+    pub fn vector_kinds(&self) -> Vec<(String, VectorCaps)> {
+        let c = &self.caps;
+        let mut kinds = Vec::new();
+        match self.arch {
+            Arch::Aarch64 if c.scalable => {
+                let fixed_vl = c.min_bits() == c.max_bits();
+                if fixed_vl {
+                    kinds.push(("sve".to_string(), c.clone()));
+                }
+                let mut vla = VectorCaps::scalable(128, 128, 2048);
+                vla.has_sme = c.has_sme;
+                kinds.push(("sve-vla".to_string(), if fixed_vl { vla } else { c.clone() }));
+                kinds.push(("neon".to_string(), VectorCaps::fixed(128)));
+            }
+            Arch::Aarch64 => kinds.push(("neon".to_string(), c.clone())),
+            Arch::Riscv64 if c.scalable => {
+                kinds.push(("rvv-vla".to_string(), c.clone()));
+                if let Some(&vl) = self.default_vl_bits.first() {
+                    let v = vl / c.granule_bits;
+                    let fixed = VectorCaps { vscale_values: vec![v], ..c.clone() };
+                    kinds.push((format!("rvv-{vl}"), fixed));
+                }
+            }
+            Arch::Riscv64 => kinds.push(("rvv".to_string(), c.clone())),
+            Arch::X86_64 => {
+                let has = |f: &str| self.features.split(',').any(|x| x == format!("+{f}"));
+                if has("avx512f") {
+                    kinds.push(("avx512".to_string(), VectorCaps { has_gather: true, ..VectorCaps::fixed(512) }));
+                }
+                if has("avx2") {
+                    kinds.push(("avx2".to_string(), VectorCaps { has_gather: true, ..VectorCaps::fixed(256) }));
+                }
+                if kinds.is_empty() {
+                    kinds.push(("sse".to_string(), VectorCaps::fixed(128)));
+                }
+            }
+        }
+        kinds
+    }
+
+    /// This target generating code for other vector capabilities (a vector
+    /// kind chosen by the schedule): same triple, CPU and features.
+    pub fn with_caps(&self, caps: &VectorCaps) -> Target {
+        Target { caps: caps.clone(), ..self.clone() }
+    }
+
     /// A one-line summary of the vector capabilities.
     pub fn vector_summary(&self) -> String {
         let c = &self.caps;

@@ -8,6 +8,7 @@ pub mod expr;
 pub mod ids;
 pub mod ir;
 pub mod reference;
+pub mod sample;
 pub mod schedule;
 pub mod text;
 pub mod trace;

@@ -109,7 +109,7 @@ pub fn symbol_for(w: &Workload) -> String {
 
 /// Builds the loop nest of `w` for `target` and applies the schedule, if any.
 pub fn schedule(w: &Workload, target: &Target, sched: Option<&Schedule>) -> Result<Nest, PipelineError> {
-    let mut nest = Nest::from_workload(w, target.caps.clone());
+    let mut nest = Nest::from_workload(w, target.caps.clone()).with_kinds(target.vector_kinds());
     if let Some(s) = sched {
         s.trace.apply(&mut nest).map_err(|source| PipelineError::Schedule { file: s.file.clone(), source })?;
     }
@@ -121,6 +121,7 @@ pub fn compile(w: &Workload, target: &Target, sched: Option<&Schedule>) -> Resul
     let nest = schedule(w, target, sched)?;
     let symbol = symbol_for(w);
     let program = lower(&nest, &symbol)?;
-    let artifacts = llvm::compile(&program, target, &CompileOptions::default())?;
+    // The schedule may have chosen another vector kind (e.g. NEON on an SVE target).
+    let artifacts = llvm::compile(&program, &target.with_caps(&nest.caps), &CompileOptions::default())?;
     Ok(Compiled { workload: w.clone(), nest, program, artifacts, symbol })
 }

@@ -28,6 +28,8 @@ impl Nest {
             blocks: Vec::new(),
             root: Vec::new(),
             caps,
+            kinds: Vec::new(),
+            transformed: false,
         };
         for s in &w.stmts {
             let mut loop_vars = Vec::new();

@@ -202,9 +202,34 @@ pub struct Nest {
     pub root: Vec<Node>,
     /// The vector capabilities the nest is scheduled for (vscale domain).
     pub caps: VectorCaps,
+    /// The kinds of vectors the target offers, by name (`use_vectors` picks one).
+    #[serde(default)]
+    pub kinds: Vec<(String, VectorCaps)>,
+    /// True once a trace instruction has transformed the nest.
+    #[serde(default)]
+    pub transformed: bool,
 }
 
 impl Nest {
+    /// Offers named vector kinds (from the target) for `use_vectors`.
+    pub fn with_kinds(mut self, kinds: Vec<(String, VectorCaps)>) -> Nest {
+        self.kinds = kinds;
+        self
+    }
+
+    /// Widest element type (in bits) of the tensors the blocks under `l` access.
+    pub fn widest_bits(&self, l: LoopId) -> u32 {
+        let mut bits = 8;
+        for b in self.blocks_in(Node::Loop(l)) {
+            let blk = self.block(b);
+            bits = bits.max(self.tensor(blk.lhs.tensor).dtype.bits());
+            for a in blk.rhs.reads() {
+                bits = bits.max(self.tensor(a.tensor).dtype.bits());
+            }
+        }
+        bits
+    }
+
     /// A loop.
     pub fn loop_(&self, l: LoopId) -> &Loop {
         &self.loops[l.index()]

@@ -74,6 +74,8 @@ pub fn parse_nest(text: &str) -> Result<Nest, NestParseError> {
         blocks: Vec::new(),
         root: Vec::new(),
         caps: VectorCaps::sve_any(),
+        kinds: Vec::new(),
+        transformed: false,
     };
     let mut p = Parser { lines, pos: 0, nest };
     p.header()?;

@@ -13,6 +13,7 @@ pub use kinds::{vector_lanes, MAX_UNROLL};
 mod region;
 mod reorder;
 mod split;
+mod vectors;
 
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,15 @@
 //! Replaying a trace on a loop nest.
 
-use super::{Inst, TExpr, Trace};
-use crate::expr::Expr;
+use super::{Cand, Inst, SArg, TExpr, Trace};
+use crate::expr::{simplify, Expr};
 use crate::ids::{BlockId, LoopId};
-use crate::ir::{Nest, Node};
+use crate::ir::{Nest, Node, Tail};
+use crate::sample::{
+    check_categorical, lanes_per_granule, perfect_domain_ok, sample_categorical, sample_perfect, SampleError,
+    TileChoice, TileDomain,
+};
 use crate::schedule::{ErrorKind, ScheduleError};
+use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::fmt;
 use thiserror::Error;
@@ -18,6 +23,8 @@ pub enum Rv {
     Loop(LoopId),
     /// An integer expression.
     Expr(Expr),
+    /// A string (a categorical choice).
+    Str(String),
 }
 
 /// The category of a trace failure.
@@ -31,6 +38,9 @@ pub enum TraceErrorKind {
     WrongKind,
     /// A schedule primitive refused the instruction.
     Schedule(ErrorKind),
+    /// A sampling instruction cannot sample, lacks a decision on replay, or
+    /// its decision does not fit the loop it is replayed on.
+    Sample,
 }
 
 /// A trace that does not parse or does not apply.
@@ -108,6 +118,28 @@ impl Env<'_> {
     fn sched(&self, e: ScheduleError) -> TraceError {
         self.err(TraceErrorKind::Schedule(e.kind), e.to_string())
     }
+
+    fn sample_err(&self, e: SampleError) -> TraceError {
+        self.err(TraceErrorKind::Sample, e.0)
+    }
+
+    fn string(&self, a: &SArg) -> Result<String, TraceError> {
+        match a {
+            SArg::Lit(s) => Ok(s.clone()),
+            SArg::Rv(n) => match self.get(n)? {
+                Rv::Str(s) => Ok(s.clone()),
+                Rv::Expr(Expr::Int(v)) => Ok(v.to_string()),
+                _ => Err(self.err(TraceErrorKind::WrongKind, format!("`{n}` is not a string"))),
+            },
+        }
+    }
+
+    fn no_decision(&self) -> TraceError {
+        self.err(
+            TraceErrorKind::Sample,
+            "has no decision; replaying needs every decision (sample the design space first)".to_string(),
+        )
+    }
 }
 
 impl Trace {
@@ -119,17 +151,161 @@ impl Trace {
 
     /// Like [`Trace::apply`], continuing from the bindings of an earlier replay.
     pub fn apply_with(&self, nest: &mut Nest, env: HashMap<String, Rv>) -> Result<HashMap<String, Rv>, TraceError> {
+        self.run(nest, env, None).map(|(_, vars)| vars)
+    }
+
+    /// Applies the trace, drawing every missing decision from `rng` (recorded
+    /// decisions are replayed and checked). Returns the trace with all
+    /// decisions filled in, which replays to the same nest without the RNG.
+    pub fn sample(&self, nest: &mut Nest, rng: &mut ChaCha8Rng) -> Result<(Trace, HashMap<String, Rv>), TraceError> {
+        self.run(nest, HashMap::new(), Some(rng))
+    }
+
+    /// Like [`Trace::sample`], continuing from the bindings of an earlier run.
+    pub fn sample_with(
+        &self,
+        nest: &mut Nest,
+        env: HashMap<String, Rv>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(Trace, HashMap<String, Rv>), TraceError> {
+        self.run(nest, env, Some(rng))
+    }
+
+    fn run(
+        &self,
+        nest: &mut Nest,
+        env: HashMap<String, Rv>,
+        mut rng: Option<&mut ChaCha8Rng>,
+    ) -> Result<(Trace, HashMap<String, Rv>), TraceError> {
         let mut vars = env;
+        let mut out = Trace { insts: Vec::with_capacity(self.insts.len()), lines: self.lines.clone() };
         for (i, inst) in self.insts.iter().enumerate() {
             let mut env = Env { vars, line: self.lines.get(i).copied(), inst };
-            step(&mut env, nest)?;
+            let decided = step(&mut env, nest, rng.as_deref_mut())?;
+            out.insts.push(decided.unwrap_or_else(|| inst.clone()));
+            if !matches!(inst, Inst::GetBlock { .. } | Inst::GetLoops { .. } | Inst::UseVectors { .. }) && !inst.is_sampling()
+            {
+                nest.transformed = true;
+            }
             vars = env.vars;
         }
-        Ok(vars)
+        Ok((out, vars))
     }
 }
 
-fn step(env: &mut Env, nest: &mut Nest) -> Result<(), TraceError> {
+/// The extent of a loop as a constant under the nest's vscale domain, if it is one.
+fn const_extent(nest: &Nest, l: LoopId) -> Option<i64> {
+    let e = simplify(nest.extent(l), nest);
+    match nest.caps.fixed_vscale() {
+        Some(v) => simplify(&e.with_vscale(i64::from(v)), nest).as_int(),
+        None => e.as_int(),
+    }
+}
+
+/// Binds tile factors (outermost = ceildiv of the extent by the others).
+fn bind_tile(env: &mut Env, nest: &Nest, l: LoopId, outs: &[String], inner: &[TileChoice]) {
+    let prod = inner.iter().fold(Expr::Int(1), |a, c| a * c.expr());
+    let outer = simplify(&nest.extent(l).clone().ceildiv(prod), nest);
+    env.vars.insert(outs[0].clone(), Rv::Expr(outer));
+    for (o, c) in outs[1..].iter().zip(inner) {
+        env.vars.insert(o.clone(), Rv::Expr(simplify(&c.expr(), nest)));
+    }
+}
+
+fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<Option<Inst>, TraceError> {
+    match env.inst {
+        Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } => {
+            let l = env.loop_(loop_)?;
+            let Some(extent) = const_extent(nest, l) else {
+                return Err(env.err(
+                    TraceErrorKind::Sample,
+                    format!(
+                        "loop `{}` has extent {}, not a constant; use sample_scalable_tile or sample_mixed_tile",
+                        nest.loop_name(l),
+                        nest.expr_text(nest.extent(l))
+                    ),
+                ));
+            };
+            let d = match (decision, rng) {
+                (Some(d), _) => {
+                    perfect_domain_ok(extent, *n, *max_innermost_factor, d).map_err(|e| env.sample_err(e))?;
+                    d.clone()
+                }
+                (None, Some(r)) => sample_perfect(extent, *n, *max_innermost_factor, r).map_err(|e| env.sample_err(e))?,
+                (None, None) => return Err(env.no_decision()),
+            };
+            for (o, f) in outs.iter().zip(&d) {
+                env.vars.insert(o.clone(), Rv::Expr(Expr::Int(*f)));
+            }
+            let mut inst = env.inst.clone();
+            if let Inst::SamplePerfectTile { decision, .. } = &mut inst {
+                *decision = Some(d);
+            }
+            return Ok(Some(inst));
+        }
+        Inst::SampleScalableTile { outs, loop_, n, decision, .. } | Inst::SampleMixedTile { outs, loop_, n, decision, .. } => {
+            let l = env.loop_(loop_)?;
+            let (max_fixed, max_vscale, mixed) = match env.inst {
+                Inst::SampleMixedTile { max_innermost_fixed, max_innermost_vscale, .. } => {
+                    (*max_innermost_fixed, *max_innermost_vscale, true)
+                }
+                Inst::SampleScalableTile { max_innermost_vscale, .. } => (0, *max_innermost_vscale, false),
+                _ => unreachable!("matched above"),
+            };
+            let lanes = lanes_per_granule(&nest.caps, nest.widest_bits(l));
+            let domain = TileDomain { n: *n, lanes, max_fixed, max_vscale, mixed };
+            let d: Vec<TileChoice> = match (decision, rng) {
+                (Some(d), _) => {
+                    let choices = d
+                        .iter()
+                        .map(|e| {
+                            TileChoice::from_texpr(e).ok_or_else(|| {
+                                env.err(TraceErrorKind::Sample, format!("decision entry `{e}` is not `c` or `c*vscale`"))
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    domain.check(&choices).map_err(|e| env.sample_err(e))?;
+                    choices
+                }
+                (None, Some(r)) => domain.sample(r),
+                (None, None) => return Err(env.no_decision()),
+            };
+            bind_tile(env, nest, l, outs, &d);
+            let mut inst = env.inst.clone();
+            match &mut inst {
+                Inst::SampleScalableTile { decision, .. } | Inst::SampleMixedTile { decision, .. } => {
+                    *decision = Some(d.iter().map(|c| c.texpr()).collect());
+                }
+                _ => unreachable!("matched above"),
+            }
+            return Ok(Some(inst));
+        }
+        Inst::SampleCategorical { out, candidates, probs, decision } => {
+            let d = match (decision, rng) {
+                (Some(d), _) => {
+                    check_categorical(probs, *d).map_err(|e| env.sample_err(e))?;
+                    *d
+                }
+                (None, Some(r)) => sample_categorical(probs, r).map_err(|e| env.sample_err(e))?,
+                (None, None) => return Err(env.no_decision()),
+            };
+            let v = match &candidates[d] {
+                Cand::Int(i) => Rv::Expr(Expr::Int(*i)),
+                Cand::Str(s) => Rv::Str(s.clone()),
+            };
+            env.vars.insert(out.clone(), v);
+            let mut inst = env.inst.clone();
+            if let Inst::SampleCategorical { decision, .. } = &mut inst {
+                *decision = Some(d);
+            }
+            return Ok(Some(inst));
+        }
+        Inst::UseVectors { kind } => {
+            let k = env.string(kind)?;
+            nest.use_vectors(&k).map_err(|e| env.sched(e))?;
+        }
+        _ => {}
+    }
     match env.inst {
         Inst::GetBlock { out, name } => {
             let b = nest.get_block(name).map_err(|e| env.sched(e))?;
@@ -173,7 +349,11 @@ fn step(env: &mut Env, nest: &mut Nest) -> Result<(), TraceError> {
         }
         Inst::Vectorize { loop_, tail } => {
             let l = env.loop_(loop_)?;
-            nest.vectorize(l, *tail).map_err(|e| env.sched(e))?;
+            let t = env.string(tail)?;
+            let tail = Tail::parse(&t).ok_or_else(|| {
+                env.err(TraceErrorKind::WrongKind, format!("unknown tail \"{t}\" (predicate, peel, scalar)"))
+            })?;
+            nest.vectorize(l, tail).map_err(|e| env.sched(e))?;
         }
         Inst::Unroll { loop_ } => {
             let l = env.loop_(loop_)?;
@@ -210,12 +390,18 @@ fn step(env: &mut Env, nest: &mut Nest) -> Result<(), TraceError> {
             let node = match env.get(target)? {
                 Rv::Loop(l) => Node::Loop(*l),
                 Rv::Block(b) => Node::Block(*b),
-                Rv::Expr(_) => {
+                Rv::Expr(_) | Rv::Str(_) => {
                     return Err(env.err(TraceErrorKind::WrongKind, format!("`{target}` is not a loop or block")))
                 }
             };
-            nest.annotate(node, key, value).map_err(|e| env.sched(e))?;
+            let v = env.string(value)?;
+            nest.annotate(node, key, &v).map_err(|e| env.sched(e))?;
         }
+        Inst::UseVectors { .. }
+        | Inst::SamplePerfectTile { .. }
+        | Inst::SampleScalableTile { .. }
+        | Inst::SampleMixedTile { .. }
+        | Inst::SampleCategorical { .. } => {}
     }
-    Ok(())
+    Ok(None)
 }

@@ -23,9 +23,9 @@ mod print;
 mod tests;
 
 pub use apply::{Rv, TraceError, TraceErrorKind};
+pub use crate::sample::SampleError;
 pub use parse::parse_trace;
 
-use crate::ir::Tail;
 use serde::{Deserialize, Serialize};
 
 /// An integer expression in a trace (split factors): constants, `vscale`,
@@ -45,6 +45,27 @@ pub enum TExpr {
     Sub(Box<TExpr>, Box<TExpr>),
     /// Product.
     Mul(Box<TExpr>, Box<TExpr>),
+}
+
+/// A string-valued argument: a literal, or the name of a
+/// `sample_categorical` result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SArg {
+    /// A literal string.
+    Lit(String),
+    /// A named result.
+    Rv(String),
+}
+
+/// One candidate of `sample_categorical`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cand {
+    /// An integer.
+    Int(i64),
+    /// A string.
+    Str(String),
 }
 
 /// One schedule instruction.
@@ -87,13 +108,13 @@ pub enum Inst {
         /// Loops in their new order.
         loops: Vec<String>,
     },
-    /// `vectorize(loop, tail="predicate")`.
+    /// `vectorize(loop, tail="predicate")` (the tail may be a sampled name).
     Vectorize {
         /// Loop.
         #[serde(rename = "loop")]
         loop_: String,
-        /// Tail strategy.
-        tail: Tail,
+        /// Tail strategy: `predicate`, `peel` or `scalar`.
+        tail: SArg,
     },
     /// `unroll(loop)`.
     Unroll {
@@ -147,14 +168,79 @@ pub enum Inst {
         #[serde(rename = "loop")]
         loop_: String,
     },
-    /// `annotate(target, key="k", value="v")`.
+    /// `annotate(target, key="k", value="v")` (the value may be a sampled name).
     Annotate {
         /// Loop or block.
         target: String,
         /// Key.
         key: String,
         /// Value.
-        value: String,
+        value: SArg,
+    },
+    /// `use_vectors("sve-vla")`: the kind of vectors to generate (one of the
+    /// target's vector kinds); must precede every loop transformation.
+    UseVectors {
+        /// Kind name (or a sampled name).
+        kind: SArg,
+    },
+    /// `a, b = sample_perfect_tile(loop, n=2, max_innermost_factor=16, decision=[8, 16])`:
+    /// `n` factors whose product is the loop's constant extent.
+    SamplePerfectTile {
+        /// Result names (one factor each, outermost first).
+        outs: Vec<String>,
+        /// Loop tiled.
+        #[serde(rename = "loop")]
+        loop_: String,
+        /// Number of factors.
+        n: usize,
+        /// Largest innermost factor.
+        max_innermost_factor: i64,
+        /// The factors, once sampled.
+        decision: Option<Vec<i64>>,
+    },
+    /// `a, b = sample_scalable_tile(loop, n=2, max_innermost_vscale=4, decision=[8*vscale])`:
+    /// innermost factor `m*L*vscale` (`L` lanes of one granule, `1 <= m <= max`),
+    /// middle factors small powers of two, outermost by ceildiv.
+    SampleScalableTile {
+        /// Result names (outermost first).
+        outs: Vec<String>,
+        /// Loop tiled.
+        #[serde(rename = "loop")]
+        loop_: String,
+        /// Number of factors.
+        n: usize,
+        /// Largest multiplier `m`.
+        max_innermost_vscale: i64,
+        /// The `n - 1` inner factors, once sampled.
+        decision: Option<Vec<TExpr>>,
+    },
+    /// `a, b, c = sample_mixed_tile(loop, n=3, max_innermost_fixed=8, max_innermost_vscale=4, decision=[4, 8*vscale])`:
+    /// each inner level fixed or scalable (at most one scalable), outermost by ceildiv.
+    SampleMixedTile {
+        /// Result names (outermost first).
+        outs: Vec<String>,
+        /// Loop tiled.
+        #[serde(rename = "loop")]
+        loop_: String,
+        /// Number of factors.
+        n: usize,
+        /// Largest fixed factor of a level.
+        max_innermost_fixed: i64,
+        /// Largest multiplier of a scalable level.
+        max_innermost_vscale: i64,
+        /// The `n - 1` inner factors, once sampled.
+        decision: Option<Vec<TExpr>>,
+    },
+    /// `t = sample_categorical(candidates=["predicate", "peel"], probs=[0.5, 0.5], decision=1)`.
+    SampleCategorical {
+        /// Result name.
+        out: String,
+        /// The candidates.
+        candidates: Vec<Cand>,
+        /// Their probabilities (same length, summing to 1).
+        probs: Vec<f64>,
+        /// Index of the chosen candidate, once sampled.
+        decision: Option<usize>,
     },
 }
 
@@ -175,7 +261,50 @@ impl Inst {
             Inst::ComputeAt { .. } => "compute_at",
             Inst::DecomposeReduction { .. } => "decompose_reduction",
             Inst::Annotate { .. } => "annotate",
+            Inst::UseVectors { .. } => "use_vectors",
+            Inst::SamplePerfectTile { .. } => "sample_perfect_tile",
+            Inst::SampleScalableTile { .. } => "sample_scalable_tile",
+            Inst::SampleMixedTile { .. } => "sample_mixed_tile",
+            Inst::SampleCategorical { .. } => "sample_categorical",
         }
+    }
+
+    /// True for sampling instructions (they carry a decision).
+    pub fn is_sampling(&self) -> bool {
+        matches!(
+            self,
+            Inst::SamplePerfectTile { .. }
+                | Inst::SampleScalableTile { .. }
+                | Inst::SampleMixedTile { .. }
+                | Inst::SampleCategorical { .. }
+        )
+    }
+
+    /// True if the instruction is a sampling instruction without a decision.
+    pub fn undecided(&self) -> bool {
+        match self {
+            Inst::SamplePerfectTile { decision, .. } => decision.is_none(),
+            Inst::SampleScalableTile { decision, .. } | Inst::SampleMixedTile { decision, .. } => decision.is_none(),
+            Inst::SampleCategorical { decision, .. } => decision.is_none(),
+            _ => false,
+        }
+    }
+
+    /// Removes the decision of a sampling instruction.
+    pub fn clear_decision(&mut self) {
+        match self {
+            Inst::SamplePerfectTile { decision, .. } => *decision = None,
+            Inst::SampleScalableTile { decision, .. } | Inst::SampleMixedTile { decision, .. } => *decision = None,
+            Inst::SampleCategorical { decision, .. } => *decision = None,
+            _ => {}
+        }
+    }
+}
+
+impl SArg {
+    /// A literal.
+    pub fn lit(s: impl Into<String>) -> SArg {
+        SArg::Lit(s.into())
     }
 }
 
@@ -198,5 +327,19 @@ impl Trace {
     /// Parses the JSON form.
     pub fn from_json(s: &str) -> Result<Trace, serde_json::Error> {
         serde_json::from_str(s)
+    }
+
+    /// The same trace with every sampling decision removed (a design space).
+    pub fn without_decisions(&self) -> Trace {
+        let mut t = self.clone();
+        for i in &mut t.insts {
+            i.clear_decision();
+        }
+        t
+    }
+
+    /// True if some sampling instruction has no decision.
+    pub fn has_undecided(&self) -> bool {
+        self.insts.iter().any(|i| i.undecided())
     }
 }

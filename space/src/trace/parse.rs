@@ -1,14 +1,14 @@
 //! Parser for the text form of traces.
 
 use super::apply::{TraceError, TraceErrorKind};
-use super::{Inst, TExpr, Trace};
-use crate::ir::Tail;
+use super::{Cand, Inst, SArg, TExpr, Trace};
 use crate::text::{lex, Cursor, SyntaxError, Tok};
 
 #[derive(Clone, Debug)]
 enum Arg {
     Name(String),
     Str(String),
+    Float(f64),
     Expr(TExpr),
     List(Vec<(Arg, usize)>),
     None,
@@ -112,6 +112,10 @@ fn parse_arg(cur: &mut Cursor) -> Result<Arg, SyntaxError> {
         Tok::Ident(n) if n == "None" => {
             cur.bump();
             Ok(Arg::None)
+        }
+        Tok::Float(v) => {
+            cur.bump();
+            Ok(Arg::Float(v))
         }
         _ => match texpr(cur)? {
             TExpr::Rv(n) => Ok(Arg::Name(n)),
@@ -237,6 +241,38 @@ impl Call {
         }
     }
 
+    /// A string literal or a name, for keyword `key` (or `default`).
+    fn kw_sarg(&self, key: &str) -> BuildResult<Option<SArg>> {
+        match self.kw(key) {
+            Some((Arg::Str(s), _)) => Ok(Some(SArg::Lit(s.clone()))),
+            Some((Arg::Name(n), _)) => Ok(Some(SArg::Rv(n.clone()))),
+            Some((_, off)) => Err((off, format!("`{key}` must be a \"string\" or a name"))),
+            None => Ok(None),
+        }
+    }
+
+    /// A non-negative integer keyword.
+    fn kw_int(&self, key: &str) -> BuildResult<Option<i64>> {
+        match self.kw(key) {
+            Some((Arg::Expr(TExpr::Int(v)), _)) => Ok(Some(*v)),
+            Some((_, off)) => Err((off, format!("`{key}` must be an integer"))),
+            None => Ok(None),
+        }
+    }
+
+    fn req_int(&self, key: &str) -> BuildResult<i64> {
+        self.kw_int(key)?.ok_or((self.close, format!("`{}` needs `{key}=`", self.name)))
+    }
+
+    /// An optional list keyword, each item converted by `f`.
+    fn kw_list<T>(&self, key: &str, f: &dyn Fn(&Arg, usize) -> BuildResult<T>) -> BuildResult<Option<Vec<T>>> {
+        match self.kw(key) {
+            Some((Arg::List(items), _)) => Ok(Some(items.iter().map(|(a, o)| f(a, *o)).collect::<BuildResult<Vec<T>>>()?)),
+            Some((_, off)) => Err((off, format!("`{key}` must be a list"))),
+            None => Ok(None),
+        }
+    }
+
     fn names(&self) -> BuildResult<Vec<String>> {
         (0..self.pos.len()).map(|i| self.name_at(i, "a loop")).collect()
     }
@@ -293,11 +329,16 @@ fn build(c: &Call) -> BuildResult<Inst> {
             c.outs(Some(0))?;
             c.npos(1)?;
             c.only_kws(&["tail"])?;
-            let tail = match c.kw_str("tail")? {
-                None => Tail::Predicate,
-                Some(t) => Tail::parse(&t).ok_or_else(|| {
-                    (c.kw("tail").map(|k| k.1).unwrap_or(0), format!("unknown tail \"{t}\" (predicate, peel, scalar)"))
-                })?,
+            let tail = match c.kw_sarg("tail")? {
+                None => SArg::lit("predicate"),
+                Some(SArg::Lit(t)) => {
+                    if crate::ir::Tail::parse(&t).is_none() {
+                        let off = c.kw("tail").map(|k| k.1).unwrap_or(0);
+                        return Err((off, format!("unknown tail \"{t}\" (predicate, peel, scalar)")));
+                    }
+                    SArg::Lit(t)
+                }
+                Some(rv) => rv,
             };
             Inst::Vectorize { loop_: c.name_at(0, "a loop")?, tail }
         }
@@ -360,16 +401,115 @@ fn build(c: &Call) -> BuildResult<Inst> {
             c.npos(1)?;
             c.only_kws(&["key", "value"])?;
             let key = c.kw_str("key")?.ok_or((c.close, "`annotate` needs `key=\"...\"`".to_string()))?;
-            let value = c.kw_str("value")?.ok_or((c.close, "`annotate` needs `value=\"...\"`".to_string()))?;
+            let value = c.kw_sarg("value")?.ok_or((c.close, "`annotate` needs `value=\"...\"`".to_string()))?;
             Inst::Annotate { target: c.name_at(0, "a loop or block")?, key, value }
+        }
+        "use_vectors" => {
+            c.outs(Some(0))?;
+            c.npos(1)?;
+            c.only_kws(&[])?;
+            let kind = match &c.pos[0] {
+                (Arg::Str(s), _) => SArg::Lit(s.clone()),
+                (Arg::Name(n), _) => SArg::Rv(n.clone()),
+                (_, off) => return Err((*off, "expected a vector kind as a \"string\" or a name".into())),
+            };
+            Inst::UseVectors { kind }
+        }
+        "sample_perfect_tile" => {
+            c.outs(None)?;
+            c.npos(1)?;
+            c.only_kws(&["n", "max_innermost_factor", "decision"])?;
+            let n = c.req_int("n")? as usize;
+            let int_item = |a: &Arg, off: usize| match a {
+                Arg::Expr(TExpr::Int(v)) => Ok(*v),
+                _ => Err((off, "decision entries must be integers".to_string())),
+            };
+            let decision = c.kw_list("decision", &int_item)?;
+            check_arity(c, n, decision.as_ref().map(|d| d.len()), n)?;
+            Inst::SamplePerfectTile {
+                outs: c.outs.clone(),
+                loop_: c.name_at(0, "a loop")?,
+                n,
+                max_innermost_factor: c.req_int("max_innermost_factor")?,
+                decision,
+            }
+        }
+        "sample_scalable_tile" | "sample_mixed_tile" => {
+            c.outs(None)?;
+            c.npos(1)?;
+            let mixed = c.name == "sample_mixed_tile";
+            if mixed {
+                c.only_kws(&["n", "max_innermost_fixed", "max_innermost_vscale", "decision"])?;
+            } else {
+                c.only_kws(&["n", "max_innermost_vscale", "decision"])?;
+            }
+            let n = c.req_int("n")? as usize;
+            let factor_item = |a: &Arg, off: usize| match a {
+                Arg::Expr(e) => Ok(e.clone()),
+                _ => Err((off, "decision entries must be integer expressions like 4 or 8*vscale".to_string())),
+            };
+            let decision = c.kw_list("decision", &factor_item)?;
+            check_arity(c, n, decision.as_ref().map(|d| d.len()), n.saturating_sub(1))?;
+            let loop_ = c.name_at(0, "a loop")?;
+            let max_innermost_vscale = c.req_int("max_innermost_vscale")?;
+            if mixed {
+                Inst::SampleMixedTile {
+                    outs: c.outs.clone(),
+                    loop_,
+                    n,
+                    max_innermost_fixed: c.req_int("max_innermost_fixed")?,
+                    max_innermost_vscale,
+                    decision,
+                }
+            } else {
+                Inst::SampleScalableTile { outs: c.outs.clone(), loop_, n, max_innermost_vscale, decision }
+            }
+        }
+        "sample_categorical" => {
+            c.outs(Some(1))?;
+            c.npos(0)?;
+            c.only_kws(&["candidates", "probs", "decision"])?;
+            let cand_item = |a: &Arg, off: usize| match a {
+                Arg::Expr(TExpr::Int(v)) => Ok(Cand::Int(*v)),
+                Arg::Str(s) => Ok(Cand::Str(s.clone())),
+                _ => Err((off, "candidates must be integers or strings".to_string())),
+            };
+            let prob_item = |a: &Arg, off: usize| match a {
+                Arg::Float(v) => Ok(*v),
+                Arg::Expr(TExpr::Int(v)) => Ok(*v as f64),
+                _ => Err((off, "probabilities must be numbers".to_string())),
+            };
+            let candidates = c.kw_list("candidates", &cand_item)?.ok_or((c.close, "`sample_categorical` needs `candidates=[...]`".to_string()))?;
+            let probs = c.kw_list("probs", &prob_item)?.ok_or((c.close, "`sample_categorical` needs `probs=[...]`".to_string()))?;
+            if candidates.is_empty() || probs.len() != candidates.len() {
+                return Err((c.close, format!("{} candidates but {} probabilities", candidates.len(), probs.len())));
+            }
+            let decision = c.kw_int("decision")?.map(|d| d as usize);
+            Inst::SampleCategorical { out: out1(), candidates, probs, decision }
         }
         other => {
             return Err((
                 0,
-                format!("unknown instruction `{other}` (get_block, get_loops, split, fuse, reorder, vectorize, unroll, parallel, cache_read, cache_write, compute_at, decompose_reduction, annotate)"),
+                format!("unknown instruction `{other}` (get_block, get_loops, split, fuse, reorder, vectorize, unroll, parallel, cache_read, cache_write, compute_at, decompose_reduction, annotate, use_vectors, sample_perfect_tile, sample_scalable_tile, sample_mixed_tile, sample_categorical)"),
             ))
         }
     })
+}
+
+/// A tiling instruction names `n` results and, once decided, `want` decision entries.
+fn check_arity(c: &Call, n: usize, got: Option<usize>, want: usize) -> BuildResult<()> {
+    if n < 2 {
+        return Err((c.close, format!("`{}` needs n >= 2", c.name)));
+    }
+    if c.outs.len() != n {
+        return Err((0, format!("`{}` with n={n} produces {n} factors, {} named", c.name, c.outs.len())));
+    }
+    if let Some(g) = got {
+        if g != want {
+            return Err((c.close, format!("`{}` with n={n} needs {want} decision entries, found {g}", c.name)));
+        }
+    }
+    Ok(())
 }
 
 impl TraceError {

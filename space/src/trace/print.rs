@@ -1,6 +1,6 @@
 //! Text form of traces.
 
-use super::{Inst, TExpr, Trace};
+use super::{Cand, Inst, SArg, TExpr, Trace};
 use std::fmt;
 
 impl fmt::Display for TExpr {
@@ -47,6 +47,39 @@ fn q(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+impl fmt::Display for SArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SArg::Lit(s) => f.write_str(&q(s)),
+            SArg::Rv(n) => f.write_str(n),
+        }
+    }
+}
+
+impl fmt::Display for Cand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cand::Int(v) => write!(f, "{v}"),
+            Cand::Str(s) => f.write_str(&q(s)),
+        }
+    }
+}
+
+fn list<T: fmt::Display>(items: &[T]) -> String {
+    let v: Vec<String> = items.iter().map(|x| x.to_string()).collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// A probability with enough digits to read back exactly.
+fn prob(p: f64) -> String {
+    let s = format!("{p}");
+    if s.contains('.') || s.contains('e') {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
 impl fmt::Display for Inst {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -61,7 +94,7 @@ impl fmt::Display for Inst {
             }
             Inst::Fuse { out, loops } => write!(f, "{out} = fuse({})", loops.join(", ")),
             Inst::Reorder { loops } => write!(f, "reorder({})", loops.join(", ")),
-            Inst::Vectorize { loop_, tail } => write!(f, "vectorize({loop_}, tail={})", q(tail.name())),
+            Inst::Vectorize { loop_, tail } => write!(f, "vectorize({loop_}, tail={tail})"),
             Inst::Unroll { loop_ } => write!(f, "unroll({loop_})"),
             Inst::Parallel { loop_ } => write!(f, "parallel({loop_})"),
             Inst::CacheRead { out, block, tensor, at, layout } => {
@@ -77,8 +110,40 @@ impl fmt::Display for Inst {
             Inst::DecomposeReduction { out, block, loop_ } => {
                 write!(f, "{out} = decompose_reduction({block}, {loop_})")
             }
-            Inst::Annotate { target, key, value } => {
-                write!(f, "annotate({target}, key={}, value={})", q(key), q(value))
+            Inst::Annotate { target, key, value } => write!(f, "annotate({target}, key={}, value={value})", q(key)),
+            Inst::UseVectors { kind } => write!(f, "use_vectors({kind})"),
+            Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } => {
+                write!(f, "{} = sample_perfect_tile({loop_}, n={n}, max_innermost_factor={max_innermost_factor}", outs.join(", "))?;
+                if let Some(d) = decision {
+                    write!(f, ", decision={}", list(d))?;
+                }
+                f.write_str(")")
+            }
+            Inst::SampleScalableTile { outs, loop_, n, max_innermost_vscale, decision } => {
+                write!(f, "{} = sample_scalable_tile({loop_}, n={n}, max_innermost_vscale={max_innermost_vscale}", outs.join(", "))?;
+                if let Some(d) = decision {
+                    write!(f, ", decision={}", list(d))?;
+                }
+                f.write_str(")")
+            }
+            Inst::SampleMixedTile { outs, loop_, n, max_innermost_fixed, max_innermost_vscale, decision } => {
+                write!(
+                    f,
+                    "{} = sample_mixed_tile({loop_}, n={n}, max_innermost_fixed={max_innermost_fixed}, max_innermost_vscale={max_innermost_vscale}",
+                    outs.join(", ")
+                )?;
+                if let Some(d) = decision {
+                    write!(f, ", decision={}", list(d))?;
+                }
+                f.write_str(")")
+            }
+            Inst::SampleCategorical { out, candidates, probs, decision } => {
+                let ps: Vec<String> = probs.iter().map(|p| prob(*p)).collect();
+                write!(f, "{out} = sample_categorical(candidates={}, probs=[{}]", list(candidates), ps.join(", "))?;
+                if let Some(d) = decision {
+                    write!(f, ", decision={d}")?;
+                }
+                f.write_str(")")
             }
         }
     }

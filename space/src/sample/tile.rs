@@ -1,0 +1,179 @@
+//! `sample_scalable_tile` and `sample_mixed_tile`: tilings whose levels may
+//! be multiples of `vscale`.
+
+use super::SampleError;
+use crate::caps::VectorCaps;
+use crate::expr::Expr;
+use crate::trace::TExpr;
+use rand::Rng;
+
+/// The factor of one inner tiling level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TileChoice {
+    /// A constant factor.
+    Fixed(i64),
+    /// `k * vscale` (k a multiple of the lanes of one granule).
+    Scalable(i64),
+}
+
+impl TileChoice {
+    /// The factor as an index expression.
+    pub fn expr(self) -> Expr {
+        match self {
+            TileChoice::Fixed(c) => Expr::Int(c),
+            TileChoice::Scalable(k) => Expr::vscale_times(k),
+        }
+    }
+
+    /// The factor as written in a trace decision (`4`, `8*vscale`).
+    pub fn texpr(self) -> TExpr {
+        match self {
+            TileChoice::Fixed(c) => TExpr::Int(c),
+            TileChoice::Scalable(1) => TExpr::VScale,
+            TileChoice::Scalable(k) => TExpr::Mul(Box::new(TExpr::Int(k)), Box::new(TExpr::VScale)),
+        }
+    }
+
+    /// Reads a decision entry: an integer or `k*vscale`.
+    pub fn from_texpr(e: &TExpr) -> Option<TileChoice> {
+        match e {
+            TExpr::Int(c) => Some(TileChoice::Fixed(*c)),
+            TExpr::VScale => Some(TileChoice::Scalable(1)),
+            TExpr::Mul(a, b) => match (&**a, &**b) {
+                (TExpr::Int(k), TExpr::VScale) | (TExpr::VScale, TExpr::Int(k)) => Some(TileChoice::Scalable(*k)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// True for `k * vscale`.
+    pub fn is_scalable(self) -> bool {
+        matches!(self, TileChoice::Scalable(_))
+    }
+}
+
+/// Lanes of `dtype_bits`-wide elements in one vscale granule of `caps`.
+pub fn lanes_per_granule(caps: &VectorCaps, dtype_bits: u32) -> i64 {
+    i64::from(caps.lanes_per_granule(dtype_bits))
+}
+
+/// The decisions of a scalable or mixed tiling of `n` levels (the outermost
+/// level is always `ceildiv(extent, product of the others)` and not part of
+/// the decision).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileDomain {
+    /// Number of levels.
+    pub n: usize,
+    /// Lanes of one granule for the loop's data type.
+    pub lanes: i64,
+    /// Largest fixed factor of a level.
+    pub max_fixed: i64,
+    /// Largest multiplier `m` of a scalable level (`m * lanes * vscale`).
+    pub max_vscale: i64,
+    /// Mixed: any level may be fixed or scalable (at most one scalable).
+    /// Scalable: the innermost is scalable and the others fixed.
+    pub mixed: bool,
+}
+
+/// Fixed factors offered for middle levels of a scalable tiling.
+const SCALABLE_MIDDLE: [i64; 4] = [1, 2, 4, 8];
+
+impl TileDomain {
+    fn fixed_choices(&self, innermost: bool) -> Vec<i64> {
+        if !self.mixed && !innermost {
+            return SCALABLE_MIDDLE.to_vec();
+        }
+        let mut v = Vec::new();
+        let mut f = 1;
+        while f <= self.max_fixed.max(1) {
+            v.push(f);
+            f *= 2;
+        }
+        v
+    }
+
+    fn scalable_choices(&self) -> Vec<i64> {
+        (1..=self.max_vscale.max(1)).map(|m| m * self.lanes).collect()
+    }
+
+    /// Every decision, inner levels outermost first.
+    pub fn all(&self) -> Vec<Vec<TileChoice>> {
+        let levels = self.n.saturating_sub(1);
+        let mut out: Vec<(Vec<TileChoice>, bool)> = vec![(Vec::new(), false)];
+        for l in 0..levels {
+            let innermost = l + 1 == levels;
+            let mut next = Vec::new();
+            for (prefix, has_scalable) in &out {
+                let fixed_ok = self.mixed || !innermost;
+                let scalable_ok = if self.mixed { !has_scalable } else { innermost };
+                if fixed_ok {
+                    for f in self.fixed_choices(innermost) {
+                        let mut p = prefix.clone();
+                        p.push(TileChoice::Fixed(f));
+                        next.push((p, *has_scalable));
+                    }
+                }
+                if scalable_ok {
+                    for k in self.scalable_choices() {
+                        let mut p = prefix.clone();
+                        p.push(TileChoice::Scalable(k));
+                        next.push((p, true));
+                    }
+                }
+            }
+            out = next;
+        }
+        out.into_iter().map(|(p, _)| p).collect()
+    }
+
+    /// Number of decisions.
+    pub fn size(&self) -> u128 {
+        self.all().len() as u128
+    }
+
+    /// Draws a decision uniformly.
+    pub fn sample(&self, rng: &mut impl Rng) -> Vec<TileChoice> {
+        let all = self.all();
+        all[rng.gen_range(0..all.len())].clone()
+    }
+
+    /// Checks a recorded decision.
+    pub fn check(&self, d: &[TileChoice]) -> Result<(), SampleError> {
+        if d.len() + 1 != self.n {
+            return Err(SampleError(format!("decision has {} entries, expected {}", d.len(), self.n - 1)));
+        }
+        if self.all().iter().any(|x| x == d) {
+            return Ok(());
+        }
+        let shown: Vec<String> = d.iter().map(|c| c.texpr().to_string()).collect();
+        Err(SampleError(format!(
+            "decision [{}] is not in the domain ({} lanes per granule, fixed factors up to {}, vscale multipliers up to {})",
+            shown.join(", "),
+            self.lanes,
+            self.max_fixed,
+            self.max_vscale
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domains_have_the_documented_shape() {
+        let s = TileDomain { n: 2, lanes: 4, max_fixed: 0, max_vscale: 4, mixed: false };
+        assert_eq!(s.size(), 4);
+        assert!(s.all().iter().all(|d| d[0].is_scalable()));
+        let s3 = TileDomain { n: 3, lanes: 4, max_fixed: 0, max_vscale: 2, mixed: false };
+        assert_eq!(s3.size(), 4 * 2);
+        let m = TileDomain { n: 3, lanes: 4, max_fixed: 8, max_vscale: 2, mixed: true };
+        // 4 fixed choices per level: 16 all-fixed, plus scalable at either level: 2 * 4 * 2.
+        assert_eq!(m.size(), 16 + 16);
+        assert!(m.all().iter().all(|d| d.iter().filter(|c| c.is_scalable()).count() <= 1));
+        assert!(m.check(&[TileChoice::Fixed(4), TileChoice::Scalable(8)]).is_ok());
+        assert!(m.check(&[TileChoice::Fixed(4), TileChoice::Scalable(6)]).is_err());
+        assert_eq!(TileChoice::from_texpr(&TileChoice::Scalable(8).texpr()), Some(TileChoice::Scalable(8)));
+    }
+}
