@@ -3,11 +3,13 @@
 
 pub mod caps;
 pub mod data;
+pub mod design;
 pub mod dtype;
 pub mod expr;
 pub mod ids;
 pub mod ir;
 pub mod reference;
+pub mod rules;
 pub mod sample;
 pub mod schedule;
 pub mod text;

@@ -6,4 +6,5 @@
 //! -> LLVM artifacts), and the commands themselves.
 
 pub mod commands;
+pub mod explore;
 pub mod pipeline;

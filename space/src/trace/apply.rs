@@ -5,7 +5,7 @@ use crate::expr::{simplify, Expr};
 use crate::ids::{BlockId, LoopId};
 use crate::ir::{Nest, Node, Tail};
 use crate::sample::{
-    check_categorical, lanes_per_granule, perfect_domain_ok, sample_categorical, sample_perfect, SampleError,
+    check_categorical, count_perfect, lanes_per_granule, perfect_domain_ok, sample_categorical, sample_perfect, SampleError,
     TileChoice, TileDomain,
 };
 use crate::schedule::{ErrorKind, ScheduleError};
@@ -151,14 +151,14 @@ impl Trace {
 
     /// Like [`Trace::apply`], continuing from the bindings of an earlier replay.
     pub fn apply_with(&self, nest: &mut Nest, env: HashMap<String, Rv>) -> Result<HashMap<String, Rv>, TraceError> {
-        self.run(nest, env, None).map(|(_, vars)| vars)
+        self.run(nest, env, None).map(|(_, vars, _)| vars)
     }
 
     /// Applies the trace, drawing every missing decision from `rng` (recorded
     /// decisions are replayed and checked). Returns the trace with all
     /// decisions filled in, which replays to the same nest without the RNG.
     pub fn sample(&self, nest: &mut Nest, rng: &mut ChaCha8Rng) -> Result<(Trace, HashMap<String, Rv>), TraceError> {
-        self.run(nest, HashMap::new(), Some(rng))
+        self.run(nest, HashMap::new(), Some(rng)).map(|(t, v, _)| (t, v))
     }
 
     /// Like [`Trace::sample`], continuing from the bindings of an earlier run.
@@ -168,7 +168,7 @@ impl Trace {
         env: HashMap<String, Rv>,
         rng: &mut ChaCha8Rng,
     ) -> Result<(Trace, HashMap<String, Rv>), TraceError> {
-        self.run(nest, env, Some(rng))
+        self.run(nest, env, Some(rng)).map(|(t, v, _)| (t, v))
     }
 
     fn run(
@@ -176,20 +176,30 @@ impl Trace {
         nest: &mut Nest,
         env: HashMap<String, Rv>,
         mut rng: Option<&mut ChaCha8Rng>,
-    ) -> Result<(Trace, HashMap<String, Rv>), TraceError> {
+    ) -> Result<(Trace, HashMap<String, Rv>, Vec<(usize, u128)>), TraceError> {
         let mut vars = env;
+        let mut sizes = Vec::new();
         let mut out = Trace { insts: Vec::with_capacity(self.insts.len()), lines: self.lines.clone() };
         for (i, inst) in self.insts.iter().enumerate() {
             let mut env = Env { vars, line: self.lines.get(i).copied(), inst };
-            let decided = step(&mut env, nest, rng.as_deref_mut())?;
+            let (decided, size) = step(&mut env, nest, rng.as_deref_mut())?;
             out.insts.push(decided.unwrap_or_else(|| inst.clone()));
+            if let Some(sz) = size {
+                sizes.push((i, sz));
+            }
             if !matches!(inst, Inst::GetBlock { .. } | Inst::GetLoops { .. } | Inst::UseVectors { .. }) && !inst.is_sampling()
             {
                 nest.transformed = true;
             }
             vars = env.vars;
         }
-        Ok((out, vars))
+        Ok((out, vars, sizes))
+    }
+
+    /// The number of possible decisions of each sampling instruction (by
+    /// instruction index), found by sampling the trace with `rng`.
+    pub fn domain_sizes(&self, nest: &mut Nest, rng: &mut ChaCha8Rng) -> Result<Vec<(usize, u128)>, TraceError> {
+        self.run(nest, HashMap::new(), Some(rng)).map(|(_, _, sizes)| sizes)
     }
 }
 
@@ -212,7 +222,7 @@ fn bind_tile(env: &mut Env, nest: &Nest, l: LoopId, outs: &[String], inner: &[Ti
     }
 }
 
-fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<Option<Inst>, TraceError> {
+fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<(Option<Inst>, Option<u128>), TraceError> {
     match env.inst {
         Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } => {
             let l = env.loop_(loop_)?;
@@ -241,7 +251,8 @@ fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<
             if let Inst::SamplePerfectTile { decision, .. } = &mut inst {
                 *decision = Some(d);
             }
-            return Ok(Some(inst));
+            let size = count_perfect(extent, *n, *max_innermost_factor);
+            return Ok((Some(inst), Some(size)));
         }
         Inst::SampleScalableTile { outs, loop_, n, decision, .. } | Inst::SampleMixedTile { outs, loop_, n, decision, .. } => {
             let l = env.loop_(loop_)?;
@@ -278,7 +289,7 @@ fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<
                 }
                 _ => unreachable!("matched above"),
             }
-            return Ok(Some(inst));
+            return Ok((Some(inst), Some(domain.size())));
         }
         Inst::SampleCategorical { out, candidates, probs, decision } => {
             let d = match (decision, rng) {
@@ -298,7 +309,8 @@ fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<
             if let Inst::SampleCategorical { decision, .. } = &mut inst {
                 *decision = Some(d);
             }
-            return Ok(Some(inst));
+            let size = probs.iter().filter(|p| **p > 0.0).count() as u128;
+            return Ok((Some(inst), Some(size)));
         }
         Inst::UseVectors { kind } => {
             let k = env.string(kind)?;
@@ -403,5 +415,5 @@ fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<
         | Inst::SampleMixedTile { .. }
         | Inst::SampleCategorical { .. } => {}
     }
-    Ok(None)
+    Ok((None, None))
 }

@@ -1,0 +1,85 @@
+//! Property test of the schedule space: for shipped workloads, targets and
+//! seeds, every sampled trace is legal, its text replays to the same loop
+//! nest, and lowered and interpreted it computes the reference result.
+
+use proptest::prelude::*;
+use scaletune_codegen::interp::{run, ArgValue, InterpOptions};
+use scaletune_codegen::lower::lower;
+use scaletune_codegen::target::Target;
+use scaletune_space::data::make_args;
+use scaletune_space::design::DesignSpace;
+use scaletune_space::ir::Nest;
+use scaletune_space::reference::{compare, evaluate};
+use scaletune_space::sample::task_rng;
+use scaletune_space::trace::parse_trace;
+use scaletune_space::workload::{load, Role};
+
+const WORKLOADS: &[&str] = &[
+    "scale_add:N=37",
+    "axpy:N=29",
+    "sum_cos:N=45",
+    "row_sum:M=5,N=19",
+    "softmax_rows:M=3,N=21",
+    "matmul:M=9,N=21,K=6",
+    "matmul_bt:M=7,N=10,K=13",
+    "batch_matmul:BS=2,M=5,N=9,K=3",
+    "outer_product:M=6,N=17",
+    "paged_read:P=11,PAGES=40",
+    "transpose:M=7,N=13",
+    "conv2d_nhwc:H=5,WI=6,C=3,F=9",
+    "depthwise_conv2d_nhwc:H=5,WI=6,C=11",
+    "matmul_i8:M=5,N=19,K=4",
+    "matmul_f16:M=5,N=19,K=4",
+];
+
+const TARGETS: &[&str] = &["sve-generic", "neoverse-v1", "rvv", "host", "neon"];
+
+fn check(wi: usize, ti: usize, seed: u64) -> Result<(), TestCaseError> {
+    let w = load(WORKLOADS[wi]).expect("loads");
+    let t = Target::load(TARGETS[ti]).expect("target");
+    let nest = Nest::from_workload(&w, t.caps.clone()).with_kinds(t.vector_kinds());
+    let space = DesignSpace::generate(&nest);
+    prop_assert!(!space.traces.is_empty());
+    let mut rng = task_rng(seed, 0);
+    let s = space.sample(&mut rng).map_err(|e| TestCaseError::fail(format!("cannot sample: {e}")))?;
+    prop_assert!(!s.trace.has_undecided());
+    // The decided trace, as text, replays to the same nest without an RNG.
+    let text = s.trace.to_string();
+    let mut replay = nest.clone();
+    parse_trace(&text).expect("parses").apply(&mut replay).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    prop_assert_eq!(replay.to_string(), s.nest.to_string());
+    // It computes the reference at every vscale of its vector kind among 1, 2, 4.
+    let prog = lower(&s.nest, "k").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    let args = make_args(&w, seed);
+    let reference = evaluate(&w, &args).expect("reference");
+    let dom = &s.nest.caps.vscale_values;
+    let mut vscales: Vec<u32> = [1u32, 2, 4].into_iter().filter(|v| dom.contains(v)).collect();
+    if vscales.is_empty() {
+        vscales.push(dom[0]);
+    }
+    for vs in vscales {
+        let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
+        a.extend(w.scalars.iter().map(|x| ArgValue::Scalar(x.value)));
+        run(&prog, &mut a, &InterpOptions::new(vs)).map_err(|e| TestCaseError::fail(format!("vscale {vs}: {e}\n{text}")))?;
+        for (k, id) in w.arg_tensors().iter().enumerate() {
+            if w.tensor(*id).role != Role::Output {
+                continue;
+            }
+            let c = compare(&w.tensor(*id).name, a[k].as_tensor().expect("tensor"), &reference[id.index()]);
+            prop_assert!(c.passed(), "vscale {}: {:?}\n{}\n{}", vs, c, text, s.nest);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn sampled_schedules_are_legal_replay_and_compute_the_reference(
+        wi in 0usize..WORKLOADS.len(),
+        ti in 0usize..TARGETS.len(),
+        seed in any::<u64>(),
+    ) {
+        check(wi, ti, seed)?;
+    }
+}

@@ -1,0 +1,267 @@
+//! Design spaces: the traces rules build, their size, and sampling from them.
+
+use crate::ir::Nest;
+use crate::rules::{block_rules, final_rules, workload_rules, State};
+use crate::sample::task_rng;
+use crate::trace::{Inst, Trace, TraceError};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// One design-space trace and the rules that built it.
+#[derive(Clone, Debug)]
+pub struct SpaceTrace {
+    /// The trace, with undecided sampling instructions.
+    pub trace: Trace,
+    /// Rule names, in the order they applied.
+    pub rules: Vec<String>,
+    /// Number of decisions of each sampling instruction, by instruction index.
+    pub domains: Vec<(usize, u128)>,
+}
+
+impl SpaceTrace {
+    /// Number of decision combinations of this trace (saturating).
+    pub fn size(&self) -> u128 {
+        self.domains.iter().fold(1u128, |a, (_, d)| a.saturating_mul(*d))
+    }
+}
+
+/// All design-space traces of a nest.
+#[derive(Clone, Debug)]
+pub struct DesignSpace {
+    /// The unscheduled nest (with the target's vector kinds).
+    pub nest: Nest,
+    /// The traces.
+    pub traces: Vec<SpaceTrace>,
+}
+
+/// A sampled schedule.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// Index of the design-space trace it came from.
+    pub space_trace: usize,
+    /// The trace with every decision made.
+    pub trace: Trace,
+    /// The scheduled nest.
+    pub nest: Nest,
+    /// Draws rejected before this one (decisions that did not apply).
+    pub rejected: u32,
+}
+
+/// Maximum draws per sample before giving up.
+const MAX_ATTEMPTS: u32 = 64;
+
+impl DesignSpace {
+    /// Applies the rules to the nest: workload rules, then for each block (in
+    /// reverse statement order) the first block rule that applies, then the
+    /// final rules.
+    pub fn generate(nest: &Nest) -> DesignSpace {
+        let mut states = vec![State::new(nest.clone())];
+        for r in workload_rules() {
+            states = states.into_iter().flat_map(|s| r.apply(&s).unwrap_or_else(|| vec![s])).collect();
+        }
+        let rules = block_rules();
+        let mut next = Vec::new();
+        for s in states {
+            let mut branch = vec![s];
+            let names: Vec<String> =
+                branch[0].probe.all_blocks().iter().rev().map(|b| branch[0].probe.block(*b).name.clone()).collect();
+            for name in names {
+                branch = branch
+                    .into_iter()
+                    .flat_map(|s| rules.iter().find_map(|r| r.apply(&s, &name)).unwrap_or_else(|| vec![s]))
+                    .collect();
+            }
+            next.extend(branch);
+        }
+        let mut states = next;
+        for r in final_rules() {
+            states = states.into_iter().flat_map(|s| r.apply(&s).unwrap_or_else(|| vec![s])).collect();
+        }
+        let traces = states
+            .into_iter()
+            .map(|s| {
+                let mut probe = nest.clone();
+                let mut rng = task_rng(0, 0);
+                let domains = s.trace.domain_sizes(&mut probe, &mut rng).unwrap_or_default();
+                SpaceTrace { trace: s.trace, rules: s.rules, domains }
+            })
+            .collect();
+        DesignSpace { nest: nest.clone(), traces }
+    }
+
+    /// Total number of decision combinations over all traces (an upper bound
+    /// on the number of distinct schedules), saturating at `u128::MAX`.
+    pub fn size(&self) -> u128 {
+        self.traces.iter().fold(0u128, |a, t| a.saturating_add(t.size()))
+    }
+
+    /// Names of the rules that applied anywhere, in first-use order.
+    pub fn rules(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for t in &self.traces {
+            for r in &t.rules {
+                if !out.contains(r) {
+                    out.push(r.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Draws one schedule: a design trace uniformly, then its decisions.
+    /// Draws whose decisions do not apply are retried (and counted).
+    pub fn sample(&self, rng: &mut ChaCha8Rng) -> Result<Sample, TraceError> {
+        let mut last_err = None;
+        for attempt in 0..MAX_ATTEMPTS {
+            let k = rng.gen_range(0..self.traces.len());
+            let mut nest = self.nest.clone();
+            match self.traces[k].trace.sample(&mut nest, rng) {
+                Ok((trace, _)) => return Ok(Sample { space_trace: k, trace, nest, rejected: attempt }),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| TraceError {
+            line: None,
+            col: None,
+            inst: None,
+            message: "the design space is empty".into(),
+            kind: crate::trace::TraceErrorKind::Sample,
+        }))
+    }
+}
+
+/// How the vectorized axis of a sampled schedule was tiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TileKind {
+    /// Every level constant.
+    Fixed,
+    /// A `vscale` multiple and no other level above 1.
+    Scalable,
+    /// Both a `vscale` multiple and a constant level above 1.
+    Mixed,
+}
+
+impl TileKind {
+    /// Name used in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            TileKind::Fixed => "fixed",
+            TileKind::Scalable => "scalable",
+            TileKind::Mixed => "mixed",
+        }
+    }
+}
+
+/// Classifies the tiles of a decided trace: one entry per tiling of a loop
+/// that the trace later vectorizes (matched by the split that consumes it).
+pub fn tile_kinds(trace: &Trace) -> Vec<TileKind> {
+    use crate::sample::TileChoice;
+    let mut out = Vec::new();
+    for (i, inst) in trace.insts.iter().enumerate() {
+        let (outs, choices): (&Vec<String>, Vec<TileChoice>) = match inst {
+            Inst::SampleMixedTile { outs, decision: Some(d), .. } | Inst::SampleScalableTile { outs, decision: Some(d), .. } => {
+                (outs, d.iter().filter_map(TileChoice::from_texpr).collect())
+            }
+            Inst::SamplePerfectTile { outs, decision: Some(d), .. } => {
+                (outs, d[1..].iter().map(|c| TileChoice::Fixed(*c)).collect())
+            }
+            _ => continue,
+        };
+        // The split using these factors, and whether one of its loops is vectorized.
+        let split_outs = trace.insts[i + 1..].iter().find_map(|x| match x {
+            Inst::Split { outs: louts, factors, .. }
+                if factors.iter().any(|f| matches!(f, Some(crate::trace::TExpr::Rv(n)) if outs.contains(n))) =>
+            {
+                Some(louts.clone())
+            }
+            _ => None,
+        });
+        let Some(louts) = split_outs else { continue };
+        let vectorized = trace.insts.iter().any(|x| matches!(x, Inst::Vectorize { loop_, .. } if louts.contains(loop_)));
+        if !vectorized {
+            continue;
+        }
+        let scalable = choices.iter().any(|c| c.is_scalable());
+        let fixed_gt1 = choices.iter().any(|c| matches!(c, TileChoice::Fixed(f) if *f > 1));
+        out.push(match (scalable, fixed_gt1) {
+            (true, true) => TileKind::Mixed,
+            (true, false) => TileKind::Scalable,
+            _ => TileKind::Fixed,
+        });
+    }
+    out
+}
+
+/// The decided value of every `sample_categorical` whose result feeds
+/// `key`: `vectorize(..., tail=t)` (key `tail`) or `use_vectors(k)` (key `kind`).
+pub fn categorical_choices(trace: &Trace, key: &str) -> Vec<String> {
+    categorical_values(trace, key, true)
+}
+
+/// Like [`categorical_choices`], counting only sampled values (not literals).
+pub fn sampled_choices(trace: &Trace, key: &str) -> Vec<String> {
+    categorical_values(trace, key, false)
+}
+
+fn categorical_values(trace: &Trace, key: &str, literals: bool) -> Vec<String> {
+    use crate::trace::{Cand, SArg};
+    let value_of = |name: &str| {
+        trace.insts.iter().find_map(|x| match x {
+            Inst::SampleCategorical { out, candidates, decision: Some(d), .. } if out == name => {
+                Some(match &candidates[*d] {
+                    Cand::Int(v) => v.to_string(),
+                    Cand::Str(s) => s.clone(),
+                })
+            }
+            _ => None,
+        })
+    };
+    let mut out = Vec::new();
+    for inst in &trace.insts {
+        let arg = match (inst, key) {
+            (Inst::Vectorize { tail, .. }, "tail") => tail,
+            (Inst::UseVectors { kind }, "kind") => kind,
+            _ => continue,
+        };
+        match arg {
+            SArg::Lit(s) if literals => out.push(s.clone()),
+            SArg::Lit(_) => {}
+            SArg::Rv(n) => out.extend(value_of(n)),
+        }
+    }
+    out
+}
+
+/// Number of vectorized loops of a nest.
+pub fn vectorized_loops(nest: &Nest) -> usize {
+    nest.all_loops().iter().filter(|l| matches!(nest.loop_(**l).kind, crate::ir::LoopKind::Vectorize(_))).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::load;
+    use crate::VectorCaps;
+
+    #[test]
+    fn rejected_draws_are_rare() {
+        let w = load("matmul:M=256,N=256,K=256").expect("loads");
+        let kinds = vec![
+            ("sve".to_string(), VectorCaps::scalable(128, 256, 256)),
+            ("sve-vla".to_string(), VectorCaps::sve_any()),
+            ("neon".to_string(), VectorCaps::fixed(128)),
+        ];
+        let nest = Nest::from_workload(&w, VectorCaps::scalable(128, 256, 256)).with_kinds(kinds);
+        let space = DesignSpace::generate(&nest);
+        let mut rng = task_rng(3, 0);
+        let mut errors = std::collections::BTreeMap::new();
+        for _ in 0..200 {
+            let k = rng.gen_range(0..space.traces.len());
+            let mut n = space.nest.clone();
+            if let Err(e) = space.traces[k].trace.sample(&mut n, &mut rng) {
+                *errors.entry(e.message.clone()).or_insert(0) += 1;
+            }
+        }
+        assert!(errors.values().sum::<usize>() < 20, "{errors:#?}");
+    }
+}

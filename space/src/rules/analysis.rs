@@ -1,0 +1,105 @@
+//! What rules need to know about a block: its axes, reuse and access patterns.
+
+use crate::expr::Expr;
+use crate::ids::{BlockId, LoopId};
+use crate::ir::Nest;
+use crate::workload::AxisKind;
+
+/// One of a block's own loops and the iterator it drives.
+#[derive(Clone, Debug)]
+pub(crate) struct AxisLoop {
+    /// Result name in the trace.
+    pub rv: String,
+    /// Index of the iterator it drives.
+    pub iter: usize,
+    /// Spatial or reduction.
+    pub kind: AxisKind,
+    /// Constant extent, if it is one.
+    pub extent: Option<i64>,
+}
+
+/// The block's own loops (each driving one iterator), outermost first.
+pub(crate) fn axis_loops(nest: &Nest, b: BlockId, own: &[(String, LoopId)]) -> Vec<AxisLoop> {
+    let blk = nest.block(b);
+    let mut out = Vec::new();
+    for (rv, l) in own {
+        let v = nest.loop_(*l).var;
+        let Some(k) = blk.bindings.iter().position(|e| e.uses_var(v)) else { continue };
+        out.push(AxisLoop {
+            rv: rv.clone(),
+            iter: k,
+            kind: blk.iters[k].kind,
+            extent: nest.extent(*l).as_int(),
+        });
+    }
+    out
+}
+
+/// The iterator that is the last index of the written tensor (the axis along
+/// which stores are contiguous).
+pub(crate) fn store_axis(nest: &Nest, b: BlockId) -> Option<usize> {
+    let blk = nest.block(b);
+    match blk.lhs.indices.last()? {
+        Expr::Var(v) => blk.iters.iter().position(|it| it.var == *v),
+        _ => None,
+    }
+}
+
+/// Iterators that are the last index of some read (contiguous loads).
+pub(crate) fn load_axes(nest: &Nest, b: BlockId) -> Vec<usize> {
+    let blk = nest.block(b);
+    let mut out = Vec::new();
+    let mut last_indices: Vec<Expr> = Vec::new();
+    for a in blk.rhs.reads() {
+        last_indices.extend(a.indices.last().cloned());
+        // Index tensors read inside index expressions (indirect accesses).
+        for e in &a.indices {
+            collect_load_last_indices(e, &mut last_indices);
+        }
+    }
+    for e in last_indices {
+        if let Expr::Var(v) = e {
+            if let Some(k) = blk.iters.iter().position(|it| it.var == v) {
+                if !out.contains(&k) {
+                    out.push(k);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn collect_load_last_indices(e: &Expr, out: &mut Vec<Expr>) {
+    if let Expr::Load(_, idx) = e {
+        out.extend(idx.last().cloned());
+    }
+    for c in e.children() {
+        collect_load_last_indices(c, out);
+    }
+}
+
+/// True if vectorizing iterator `k` makes some read a gather: `k` indexes a
+/// read in a dimension other than the last, or inside an indirect index.
+pub(crate) fn gathers_when_vectorized(nest: &Nest, b: BlockId, k: usize) -> bool {
+    let blk = nest.block(b);
+    let v = blk.iters[k].var;
+    blk.rhs.reads().iter().any(|a| {
+        let n = a.indices.len();
+        a.indices.iter().enumerate().any(|(d, e)| {
+            e.uses_var(v) && (d + 1 != n || e.has_load() || !matches!(e, Expr::Var(_)))
+        })
+    })
+}
+
+/// True if some read does not depend on some spatial iterator (data reuse
+/// across that iterator: what multi-level tiling exploits).
+pub(crate) fn has_reuse(nest: &Nest, b: BlockId) -> bool {
+    let blk = nest.block(b);
+    let spatial: Vec<_> = blk.iters.iter().filter(|it| it.kind == AxisKind::Spatial).map(|it| it.var).collect();
+    blk.rhs.reads().iter().any(|a| spatial.iter().any(|s| !a.indices.iter().any(|e| e.uses_var(*s))))
+}
+
+/// True if any vector kind the nest may use is scalable.
+pub(crate) fn scalable(nest: &Nest) -> bool {
+    nest.caps.scalable || nest.kinds.iter().any(|(_, c)| c.scalable)
+}

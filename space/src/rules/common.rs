@@ -1,0 +1,89 @@
+//! Building blocks shared by the rules: tiling an axis, choosing a tail.
+
+use super::analysis::{scalable, AxisLoop};
+use super::State;
+use crate::trace::{Cand, Inst, SArg, TExpr};
+
+/// Largest multiplier of one vscale granule in a sampled vector length.
+pub(crate) const MAX_VSCALE_MULT: i64 = 4;
+/// Largest fixed factor of a level of a mixed tiling.
+pub(crate) const MAX_FIXED: i64 = 16;
+/// Largest innermost perfect-tile factor of a vectorized axis (fixed targets).
+pub(crate) const MAX_VECTOR_FIXED: i64 = 64;
+
+/// Splits `a` into `n` levels for vectorization: `sample_mixed_tile` when
+/// the target may use scalable vectors, `sample_perfect_tile` otherwise.
+/// Returns the names of the new loops, outermost first.
+pub(crate) fn vector_tile(s: &mut State, a: &AxisLoop, n: usize) -> Option<Vec<String>> {
+    let outs: Vec<String> = (0..n).map(|_| s.name("t")).collect();
+    let sample = if scalable(&s.probe) {
+        Inst::SampleMixedTile {
+            outs: outs.clone(),
+            loop_: a.rv.clone(),
+            n,
+            max_innermost_fixed: MAX_FIXED,
+            max_innermost_vscale: MAX_VSCALE_MULT,
+            decision: None,
+        }
+    } else {
+        Inst::SamplePerfectTile {
+            outs: outs.clone(),
+            loop_: a.rv.clone(),
+            n,
+            max_innermost_factor: MAX_VECTOR_FIXED,
+            decision: None,
+        }
+    };
+    split_with(s, a, sample, outs)
+}
+
+/// Splits `a` into `n` levels with a perfect tiling (constant extents only).
+pub(crate) fn perfect_tile(s: &mut State, a: &AxisLoop, n: usize, max_innermost: i64) -> Option<Vec<String>> {
+    a.extent?;
+    let outs: Vec<String> = (0..n).map(|_| s.name("t")).collect();
+    let sample = Inst::SamplePerfectTile {
+        outs: outs.clone(),
+        loop_: a.rv.clone(),
+        n,
+        max_innermost_factor: max_innermost,
+        decision: None,
+    };
+    split_with(s, a, sample, outs)
+}
+
+fn split_with(s: &mut State, a: &AxisLoop, sample: Inst, factors: Vec<String>) -> Option<Vec<String>> {
+    if !s.push(sample) {
+        return None;
+    }
+    let loops: Vec<String> = factors.iter().map(|_| s.name("l")).collect();
+    let split = Inst::Split {
+        outs: loops.clone(),
+        loop_: a.rv.clone(),
+        factors: factors.iter().map(|f| Some(TExpr::Rv(f.clone()))).collect(),
+    };
+    s.push(split).then_some(loops)
+}
+
+/// The tail strategy of a vector loop: sampled when vectors may be
+/// scalable (a tail may remain), `predicate` otherwise.
+pub(crate) fn tail(s: &mut State) -> Option<SArg> {
+    if !scalable(&s.probe) {
+        return Some(SArg::lit("predicate"));
+    }
+    let out = s.name("tail");
+    let ok = s.push(Inst::SampleCategorical {
+        out: out.clone(),
+        candidates: ["predicate", "peel", "scalar"].iter().map(|t| Cand::Str(t.to_string())).collect(),
+        probs: vec![0.4, 0.3, 0.3],
+        decision: None,
+    });
+    ok.then_some(SArg::Rv(out))
+}
+
+/// `vectorize(l, tail=...)` with a sampled tail.
+pub(crate) fn vectorize(s: &mut State, l: &str) -> bool {
+    match tail(s) {
+        Some(t) => s.push(Inst::Vectorize { loop_: l.to_string(), tail: t }),
+        None => false,
+    }
+}

@@ -1,0 +1,50 @@
+//! Schedule rules: how design spaces are built.
+//!
+//! A rule looks at a partially built design space (a trace with undecided
+//! sampling instructions, plus a *probe* nest that the trace has been applied
+//! to with fixed decisions, to see loop structure and check legality) and
+//! extends it, possibly into several branches. The registry below lists the
+//! rules in the order they run; [`crate::space::DesignSpace`] drives them.
+
+mod analysis;
+mod common;
+mod fusion;
+mod reduction;
+mod state;
+mod tiling;
+mod unroll;
+mod vector_kind;
+mod vectorize;
+
+pub use state::State;
+
+/// A rule over the whole nest (vector kind, fusion of statements, unrolling).
+pub trait WorkloadRule {
+    /// Name shown by `explore`.
+    fn name(&self) -> &'static str;
+    /// The branches this rule makes of `st`; `None` if it does not apply.
+    fn apply(&self, st: &State) -> Option<Vec<State>>;
+}
+
+/// A rule for one block (tiling, reductions, vector axis and gathers).
+pub trait BlockRule {
+    /// Name shown by `explore`.
+    fn name(&self) -> &'static str;
+    /// The branches this rule makes for `block`; `None` if it does not apply.
+    fn apply(&self, st: &State, block: &str) -> Option<Vec<State>>;
+}
+
+/// Rules run once before the per-block rules, in order.
+pub fn workload_rules() -> Vec<Box<dyn WorkloadRule>> {
+    vec![Box::new(vector_kind::VectorKind), Box::new(fusion::Fusion)]
+}
+
+/// Per-block rules; for each block the first one that applies is used.
+pub fn block_rules() -> Vec<Box<dyn BlockRule>> {
+    vec![Box::new(tiling::MultiLevelTiling::default()), Box::new(reduction::Reduction), Box::new(vectorize::VectorizeAxis)]
+}
+
+/// Rules run once after the per-block rules, in order.
+pub fn final_rules() -> Vec<Box<dyn WorkloadRule>> {
+    vec![Box::new(unroll::UnrollDepth)]
+}

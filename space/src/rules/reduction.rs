@@ -1,0 +1,83 @@
+//! Reductions without reuse (`sum_cos`, `row_sum`, softmax's max and sum):
+//! vectorize the reduction axis (vector accumulator, one horizontal
+//! reduction at the end) or keep it outside the vector loop.
+
+use super::analysis::{axis_loops, load_axes, store_axis, AxisLoop};
+use super::common::{vector_tile, vectorize};
+use super::{BlockRule, State};
+use crate::trace::Inst;
+use crate::workload::AxisKind;
+
+/// Branches: (a) vectorize the reduction axis read contiguously; (b) if the
+/// result has a contiguous axis, vectorize it with the reduction loops
+/// between its tile levels. Both decompose the initialization explicitly.
+pub struct Reduction;
+
+impl Reduction {
+    fn branch(st: &State, block: &str, vector_iter: usize) -> Option<State> {
+        let mut s = st.clone();
+        let (brv, bid) = s.get_block(block)?;
+        let own = s.own_loops(&brv, bid);
+        let axes = axis_loops(&s.probe, bid, &own);
+        let v: AxisLoop = axes.iter().find(|a| a.iter == vector_iter)?.clone();
+        let levels = vector_tile(&mut s, &v, 2)?;
+        // Order: other spatial axes, outer vector level, reductions, inner vector level.
+        let mut order: Vec<String> = Vec::new();
+        for a in axes.iter().filter(|a| a.kind == AxisKind::Spatial && a.iter != vector_iter) {
+            order.push(a.rv.clone());
+        }
+        if v.kind == AxisKind::Spatial {
+            order.push(levels[0].clone());
+        }
+        let mut first_reduction: Option<String> = None;
+        for a in axes.iter().filter(|a| a.kind == AxisKind::Reduce) {
+            if a.iter == vector_iter {
+                first_reduction.get_or_insert(levels[0].clone());
+                order.push(levels[0].clone());
+            } else {
+                first_reduction.get_or_insert(a.rv.clone());
+                order.push(a.rv.clone());
+            }
+        }
+        order.push(levels[1].clone());
+        if order.len() > 1 && !s.push(Inst::Reorder { loops: order }) {
+            return None;
+        }
+        if let Some(r) = first_reduction {
+            if s.probe.block(bid).init {
+                let init = s.name("init");
+                if !s.push(Inst::DecomposeReduction { out: init, block: brv, loop_: r }) {
+                    return None;
+                }
+            }
+        }
+        vectorize(&mut s, &levels[1]).then_some(s)
+    }
+}
+
+impl BlockRule for Reduction {
+    fn name(&self) -> &'static str {
+        "reduction"
+    }
+
+    fn apply(&self, st: &State, block: &str) -> Option<Vec<State>> {
+        let nest = &st.probe;
+        let b = nest.find_block(block)?;
+        let blk = nest.block(b);
+        if !blk.iters.iter().any(|i| i.kind == AxisKind::Reduce) {
+            return None;
+        }
+        let mut out = Vec::new();
+        let reduce_axis = load_axes(nest, b)
+            .into_iter()
+            .find(|k| blk.iters[*k].kind == AxisKind::Reduce)
+            .or_else(|| blk.iters.iter().rposition(|i| i.kind == AxisKind::Reduce));
+        if let Some(r) = reduce_axis {
+            out.extend(Reduction::branch(st, block, r));
+        }
+        if let Some(sx) = store_axis(nest, b) {
+            out.extend(Reduction::branch(st, block, sx));
+        }
+        (!out.is_empty()).then(|| out.into_iter().map(|s| s.mark(self.name())).collect())
+    }
+}

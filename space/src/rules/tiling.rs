@@ -1,0 +1,214 @@
+//! Multi-level tiling (`SSRSRS`) for reductions with data reuse (matmul,
+//! batch matmul, convolutions), with optional write and read reuse.
+
+use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, store_axis, AxisLoop};
+use super::common::{perfect_tile, vector_tile, vectorize};
+use super::{BlockRule, State};
+use crate::ir::Node;
+use crate::trace::{Inst, Rv};
+use crate::workload::AxisKind;
+
+/// Spatial axes get four levels and reduction axes two, ordered by the
+/// structure string (`S` spatial level, `R` reduction level; default
+/// `SSRSRS`). The innermost spatial level of the axis along which the
+/// result is contiguous is vectorized (tiled with `sample_mixed_tile` on
+/// scalable targets, `sample_perfect_tile` on fixed ones); the innermost
+/// levels of the other spatial axes form an unrolled register tile. When
+/// that vector axis would gather from an operand, a second branch vectorizes
+/// the reduction axis that is contiguous in it instead. Branches also add
+/// write reuse (`cache_write` of the tile) and read reuse (packing the
+/// operand read along the vector axis).
+pub struct MultiLevelTiling {
+    /// The level structure.
+    pub structure: &'static str,
+}
+
+impl Default for MultiLevelTiling {
+    fn default() -> Self {
+        MultiLevelTiling { structure: "SSRSRS" }
+    }
+}
+
+/// Innermost factor of non-vector spatial axes (the unrolled register tile).
+const MAX_REGISTER_TILE: i64 = 8;
+/// Innermost factor of reduction axes.
+const MAX_REDUCTION_INNER: i64 = 16;
+
+enum VectorAxis {
+    Spatial(usize),
+    Reduction(usize),
+}
+
+impl MultiLevelTiling {
+    fn levels(&self, kind: char) -> usize {
+        self.structure.chars().filter(|c| *c == kind).count()
+    }
+
+    fn tile(&self, st: &State, block: &str, choice: &VectorAxis) -> Option<State> {
+        let mut s = st.clone();
+        let (brv, bid) = s.get_block(block)?;
+        let own = s.own_loops(&brv, bid);
+        let axes = axis_loops(&s.probe, bid, &own);
+        let (ns, nr) = (self.levels('S'), self.levels('R'));
+        let mut tiles: Vec<(AxisLoop, Vec<String>)> = Vec::new();
+        for a in &axes {
+            let is_vector = matches!(
+                (choice, a.kind),
+                (VectorAxis::Spatial(k), AxisKind::Spatial) | (VectorAxis::Reduction(k), AxisKind::Reduce) if *k == a.iter
+            );
+            let n = if a.kind == AxisKind::Spatial { ns } else { nr };
+            let levels = if is_vector {
+                vector_tile(&mut s, a, n)?
+            } else if a.kind == AxisKind::Spatial {
+                perfect_tile(&mut s, a, n, MAX_REGISTER_TILE)?
+            } else {
+                perfect_tile(&mut s, a, n, MAX_REDUCTION_INNER)?
+            };
+            tiles.push((a.clone(), levels));
+        }
+        // Order by the structure string; the vector level goes last.
+        let mut next = vec![0usize; tiles.len()];
+        let mut order: Vec<String> = Vec::new();
+        let mut vector_level: Option<String> = None;
+        let mut unrolled: Vec<String> = Vec::new();
+        let last_s = self.structure.rfind('S');
+        for (pos, c) in self.structure.chars().enumerate() {
+            let kind = if c == 'S' { AxisKind::Spatial } else { AxisKind::Reduce };
+            for (t, (a, levels)) in tiles.iter().enumerate() {
+                if a.kind != kind {
+                    continue;
+                }
+                let name = levels[next[t]].clone();
+                next[t] += 1;
+                let innermost = next[t] == levels.len();
+                let vector = innermost
+                    && matches!(
+                        (choice, a.kind),
+                        (VectorAxis::Spatial(k), AxisKind::Spatial) | (VectorAxis::Reduction(k), AxisKind::Reduce) if *k == a.iter
+                    );
+                if vector {
+                    vector_level = Some(name);
+                } else {
+                    if innermost && a.kind == AxisKind::Spatial && Some(pos) == last_s {
+                        unrolled.push(name.clone());
+                    }
+                    order.push(name);
+                }
+            }
+        }
+        let vector_level = vector_level?;
+        order.push(vector_level.clone());
+        if !s.push(Inst::Reorder { loops: order }) {
+            return None;
+        }
+        for u in &unrolled {
+            let _ = s.push(Inst::Unroll { loop_: u.clone() });
+        }
+        if !vectorize(&mut s, &vector_level) {
+            return None;
+        }
+        Some(s)
+    }
+
+    /// The loop names of the block at each level after tiling (for reuse).
+    fn level_loop(s: &mut State, block: &str, pos: usize) -> Option<(String, String)> {
+        let (brv, bid) = s.get_block(block)?;
+        let loops = s.get_loops(&brv, bid);
+        Some((brv, loops.get(pos)?.0.clone()))
+    }
+}
+
+impl BlockRule for MultiLevelTiling {
+    fn name(&self) -> &'static str {
+        "multi-level-tiling"
+    }
+
+    fn apply(&self, st: &State, block: &str) -> Option<Vec<State>> {
+        let nest = &st.probe;
+        let b = nest.find_block(block)?;
+        let blk = nest.block(b);
+        let n_spatial = blk.iters.iter().filter(|i| i.kind == AxisKind::Spatial).count();
+        let n_reduce = blk.iters.len() - n_spatial;
+        if n_reduce == 0 || n_spatial < 2 || !has_reuse(nest, b) {
+            return None;
+        }
+        let own: Vec<_> = nest.ancestors(Node::Block(b));
+        if own.len() != blk.iters.len() {
+            return None;
+        }
+        let vaxis = store_axis(nest, b)?;
+        let mut choices = vec![VectorAxis::Spatial(vaxis)];
+        if gathers_when_vectorized(nest, b, vaxis) {
+            if let Some(r) = load_axes(nest, b).into_iter().find(|k| blk.iters[*k].kind == AxisKind::Reduce) {
+                choices.push(VectorAxis::Reduction(r));
+            }
+        }
+        // Position of the last loop of the second spatial level and of the first reduction level.
+        let s1_last = 2 * n_spatial - 1;
+        let r0_last = 2 * n_spatial + n_reduce - 1;
+        let mut out = Vec::new();
+        for choice in &choices {
+            let Some(tiled) = self.tile(st, block, choice) else { continue };
+            let tiled = tiled.mark(self.name());
+            for write_reuse in [false, true] {
+                for read_reuse in [false, true] {
+                    let mut s = tiled.clone();
+                    if write_reuse {
+                        let Some((brv, at)) = Self::level_loop(&mut s, block, s1_last) else { continue };
+                        let wb = s.name("wb");
+                        if !s.push(Inst::CacheWrite { out: wb.clone(), block: brv, at }) {
+                            continue;
+                        }
+                        vectorize_copy(&mut s, &wb);
+                        s = s.mark("write-reuse");
+                    }
+                    if read_reuse {
+                        let VectorAxis::Spatial(k) = choice else { continue };
+                        let Some(tensor) = packed_operand(&s, block, *k) else { continue };
+                        let Some((brv, at)) = Self::level_loop(&mut s, block, r0_last) else { continue };
+                        let cp = s.name("pack");
+                        if !s.push(Inst::CacheRead { out: cp.clone(), block: brv, tensor, at, layout: None }) {
+                            continue;
+                        }
+                        vectorize_copy(&mut s, &cp);
+                        s = s.mark("read-reuse");
+                    }
+                    out.push(s);
+                }
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// The input read contiguously along the vector axis (the operand to pack).
+fn packed_operand(s: &State, block: &str, k: usize) -> Option<String> {
+    let nest = &s.probe;
+    let b = nest.find_block(block)?;
+    let blk = nest.block(b);
+    let v = blk.iters[k].var;
+    blk.rhs.reads().iter().find_map(|a| match a.indices.last() {
+        Some(crate::expr::Expr::Var(x)) if *x == v && nest.tensor(a.tensor).scope == crate::ir::Scope::Global => {
+            Some(nest.tensor(a.tensor).name.clone())
+        }
+        _ => None,
+    })
+}
+
+/// Vectorizes the innermost loop of a copy block (write-back or packing):
+/// split by one vector register (`L*vscale` lanes) with a predicated tail.
+fn vectorize_copy(s: &mut State, block_rv: &str) {
+    let Some(Rv::Block(b)) = s.env.get(block_rv).cloned() else { return };
+    let own = s.own_loops(block_rv, b);
+    let Some((inner, lid)) = own.last().cloned() else { return };
+    let bits = s.probe.widest_bits(lid);
+    let lanes = crate::sample::lanes_per_granule(&s.probe.caps, bits);
+    let mut t = s.clone();
+    let (o, i) = (t.name("l"), t.name("l"));
+    let factor = crate::trace::TExpr::Mul(Box::new(crate::trace::TExpr::Int(lanes)), Box::new(crate::trace::TExpr::VScale));
+    if t.push(Inst::Split { outs: vec![o, i.clone()], loop_: inner, factors: vec![None, Some(factor)] })
+        && t.push(Inst::Vectorize { loop_: i, tail: crate::trace::SArg::lit("predicate") })
+    {
+        *s = t;
+    }
+}

@@ -1,0 +1,31 @@
+//! Vector kind: NEON / SVE at the known VL / length-agnostic SVE, RVV
+//! fixed-VLEN / length-agnostic, AVX2 / AVX-512.
+
+use super::{State, WorkloadRule};
+use crate::trace::{Cand, Inst, SArg};
+
+/// Samples which of the target's vector kinds to generate.
+pub struct VectorKind;
+
+impl WorkloadRule for VectorKind {
+    fn name(&self) -> &'static str {
+        "vector-kind"
+    }
+
+    fn apply(&self, st: &State) -> Option<Vec<State>> {
+        let kinds: Vec<String> = st.probe.kinds.iter().map(|(k, _)| k.clone()).collect();
+        if kinds.len() < 2 {
+            return None;
+        }
+        let mut s = st.clone();
+        let out = s.name("kind");
+        let p = 1.0 / kinds.len() as f64;
+        let ok = s.push(Inst::SampleCategorical {
+            out: out.clone(),
+            candidates: kinds.into_iter().map(Cand::Str).collect(),
+            probs: vec![p; st.probe.kinds.len()],
+            decision: None,
+        }) && s.push(Inst::UseVectors { kind: SArg::Rv(out) });
+        ok.then(|| vec![s.mark(self.name())])
+    }
+}

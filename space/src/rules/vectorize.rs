@@ -1,0 +1,88 @@
+//! Vector axis and gather strategy for statements without reductions.
+
+use super::analysis::{axis_loops, gathers_when_vectorized, load_axes, store_axis};
+use super::common::{perfect_tile, vector_tile, vectorize};
+use super::{BlockRule, State};
+use crate::trace::Inst;
+use crate::workload::AxisKind;
+
+/// Largest unrolled factor of a gathered axis when the contiguous axis is vectorized.
+const MAX_GATHER_UNROLL: i64 = 8;
+
+/// One branch per candidate vector axis: the axis along which the result is
+/// stored contiguously, and each axis along which an operand is read
+/// contiguously. Vectorizing an axis that indexes an operand indirectly or
+/// in an outer dimension uses hardware gathers; vectorizing the contiguous
+/// inner axis instead keeps row loads contiguous and unrolls the gathered
+/// axis (the gather RFC's "paged read").
+pub struct VectorizeAxis;
+
+impl VectorizeAxis {
+    fn branch(st: &State, block: &str, k: usize) -> Option<State> {
+        let mut s = st.clone();
+        let (brv, bid) = s.get_block(block)?;
+        let own = s.own_loops(&brv, bid);
+        let axes = axis_loops(&s.probe, bid, &own);
+        let a = axes.iter().find(|x| x.iter == k)?.clone();
+        let levels = vector_tile(&mut s, &a, 2)?;
+        // With a contiguous vector axis, unroll one gathered axis around it.
+        let gathered = if gathers_when_vectorized(&s.probe, bid, k) {
+            None
+        } else {
+            axes.iter().find(|x| x.iter != k && x.kind == AxisKind::Spatial && gathers_when_vectorized(&s.probe, bid, x.iter))
+        };
+        let glevels = match gathered {
+            Some(g) => Some((g.iter, perfect_tile(&mut s, g, 2, MAX_GATHER_UNROLL)?)),
+            None => None,
+        };
+        let mut order: Vec<String> = axes
+            .iter()
+            .filter(|x| x.iter != k && glevels.as_ref().map(|(gi, _)| *gi) != Some(x.iter))
+            .map(|x| x.rv.clone())
+            .collect();
+        if let Some((_, g)) = &glevels {
+            order.push(g[0].clone());
+        }
+        order.push(levels[0].clone());
+        if let Some((_, g)) = &glevels {
+            order.push(g[1].clone());
+        }
+        order.push(levels[1].clone());
+        if order.len() > 1 && !s.push(Inst::Reorder { loops: order }) {
+            return None;
+        }
+        if let Some((_, g)) = &glevels {
+            if !s.push(Inst::Unroll { loop_: g[1].clone() }) {
+                return None;
+            }
+        }
+        vectorize(&mut s, &levels[1]).then_some(s)
+    }
+}
+
+impl BlockRule for VectorizeAxis {
+    fn name(&self) -> &'static str {
+        "vectorize-axis"
+    }
+
+    fn apply(&self, st: &State, block: &str) -> Option<Vec<State>> {
+        let nest = &st.probe;
+        let b = nest.find_block(block)?;
+        let blk = nest.block(b);
+        if blk.iters.iter().any(|i| i.kind == AxisKind::Reduce) {
+            return None;
+        }
+        let mut candidates: Vec<usize> = store_axis(nest, b).into_iter().collect();
+        for k in load_axes(nest, b) {
+            if !candidates.contains(&k) && blk.iters[k].kind == AxisKind::Spatial {
+                candidates.push(k);
+            }
+        }
+        let out: Vec<State> = candidates
+            .into_iter()
+            .filter_map(|k| VectorizeAxis::branch(st, block, k))
+            .map(|s| s.mark(self.name()))
+            .collect();
+        (!out.is_empty()).then_some(out)
+    }
+}

@@ -1,0 +1,227 @@
+//! `scaletune explore`: print a design space, sample it, and check samples.
+
+use crate::pipeline::{symbol_for, PipelineError};
+use scaletune_codegen::interp::{run, ArgValue, InterpOptions};
+use scaletune_codegen::llvm::{self, CompileOptions};
+use scaletune_codegen::lower::lower;
+use scaletune_codegen::target::Target;
+use scaletune_measure::{CheckRequest, Harness};
+use scaletune_space::data::make_args;
+use scaletune_space::design::{categorical_choices, sampled_choices, tile_kinds, DesignSpace, Sample};
+use scaletune_space::ir::Nest;
+use scaletune_space::reference::{compare, evaluate, RefTensor};
+use scaletune_space::sample::task_rng;
+use scaletune_space::workload::{Role, Workload};
+use scaletune_space::TensorData;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Options of `explore`.
+#[derive(Clone, Debug)]
+pub struct ExploreArgs {
+    /// Number of samples.
+    pub samples: usize,
+    /// Job seed.
+    pub seed: u64,
+    /// Check every sample in the interpreter.
+    pub check: bool,
+    /// Also build and run every sample under QEMU (or natively) at the target's VLs.
+    pub qemu: bool,
+    /// Worker threads for checking.
+    pub threads: usize,
+}
+
+/// The result of `explore`: the report and the samples.
+pub struct Exploration {
+    /// Human-readable report (byte-identical for the same inputs).
+    pub report: String,
+    /// The samples, in draw order.
+    pub samples: Vec<Sample>,
+    /// Number of failed checks.
+    pub failed: usize,
+}
+
+/// The vscale values a sample is interpreted at: 1, 2 and 4 where its
+/// vector kind allows them (its single value on fixed-length kinds).
+pub fn check_vscales(nest: &Nest) -> Vec<u32> {
+    let dom = &nest.caps.vscale_values;
+    let picked: Vec<u32> = [1u32, 2, 4].into_iter().filter(|v| dom.contains(v)).collect();
+    if picked.is_empty() {
+        dom.first().copied().into_iter().collect()
+    } else {
+        picked
+    }
+}
+
+/// Lowers a scheduled nest and interprets it at each vscale, comparing every
+/// output with the reference. Returns a description of the first failure.
+pub fn interpret_and_compare(
+    w: &Workload,
+    nest: &Nest,
+    args: &[TensorData],
+    reference: &[RefTensor],
+    vscales: &[u32],
+) -> Result<(), String> {
+    let prog = lower(nest, "kernel").map_err(|e| e.to_string())?;
+    for &vs in vscales {
+        let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
+        a.extend(w.scalars.iter().map(|s| ArgValue::Scalar(s.value)));
+        run(&prog, &mut a, &InterpOptions::new(vs)).map_err(|e| format!("vscale {vs}: {e}"))?;
+        for (k, id) in w.arg_tensors().iter().enumerate() {
+            if w.tensor(*id).role != Role::Output {
+                continue;
+            }
+            let got = a[k].as_tensor().ok_or("output is not a tensor")?;
+            let c = compare(&w.tensor(*id).name, got, &reference[id.index()]);
+            if !c.passed() {
+                let (i, g, r, bound) = c.first_mismatch.unwrap_or((0, f64::NAN, f64::NAN, 0.0));
+                return Err(format!(
+                    "vscale {vs}: {} wrong element(s) of `{}`, first at {i}: got {g}, expected {r} (bound {bound:.2e})",
+                    c.mismatches, c.tensor
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Builds a sample with LLVM and runs it at the target's vector lengths (the
+/// one length a fixed-VL vector kind allows).
+pub fn build_and_run(w: &Workload, target: &Target, nest: &Nest, seed: u64) -> Result<(), String> {
+    let symbol = symbol_for(w);
+    let prog = lower(nest, &symbol).map_err(|e| e.to_string())?;
+    let t = target.with_caps(&nest.caps);
+    let art = llvm::compile(&prog, &t, &CompileOptions::default()).map_err(|e| PipelineError::from(e).to_string())?;
+    let vls: Vec<u32> = target
+        .default_vl_bits
+        .iter()
+        .copied()
+        .filter(|vl| !nest.caps.scalable || nest.caps.vscale_values.contains(&(vl / nest.caps.granule_bits)))
+        .collect();
+    let vls = if vls.is_empty() { target.default_vl_bits[..1].to_vec() } else { vls };
+    let req = CheckRequest {
+        workload: w,
+        target,
+        object: &art.object,
+        symbol: &symbol,
+        vl_bits: vls,
+        seed,
+        timeout: Duration::from_secs(120),
+        work_dir: None,
+    };
+    let h = Harness::build(&req).map_err(|e| e.to_string())?;
+    for vl in h.vl_bits().to_vec() {
+        let r = h.run(vl);
+        if !r.passed() {
+            return Err(format!("VL {vl}: {}", r.message));
+        }
+    }
+    Ok(())
+}
+
+fn count_line(out: &mut String, title: &str, counts: &BTreeMap<String, usize>) {
+    let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(out, "  {title:<22} {}", if parts.is_empty() { "-".to_string() } else { parts.join(", ") });
+}
+
+/// Prints the design space, draws samples and optionally checks them.
+pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
+    let nest = Nest::from_workload(w, target.caps.clone()).with_kinds(target.vector_kinds());
+    let space = DesignSpace::generate(&nest);
+    let mut out = String::new();
+    let _ = writeln!(out, "design space of {} on {} ({})", w.reference(), target.name, target.vector_summary());
+    let _ = writeln!(out, "rules applied: {}", space.rules().join(", "));
+    let _ = writeln!(out, "design-space traces: {}", space.traces.len());
+    for (k, t) in space.traces.iter().enumerate() {
+        let _ = writeln!(out, "trace {k} [{}]: {} decision combinations", t.rules.join(", "), t.size());
+        for (i, size) in &t.domains {
+            let _ = writeln!(out, "    {:>10}  {}", size, t.trace.insts[*i]);
+        }
+    }
+    let _ = writeln!(out, "space size: {} decision combinations in all (an upper bound on distinct schedules)", space.size());
+
+    let mut rng = task_rng(a.seed, 0);
+    let mut samples = Vec::new();
+    let mut rejected = 0u32;
+    let mut failures_to_sample = 0usize;
+    for _ in 0..a.samples {
+        match space.sample(&mut rng) {
+            Ok(s) => {
+                rejected += s.rejected;
+                samples.push(s);
+            }
+            Err(_) => failures_to_sample += 1,
+        }
+    }
+    let mut tiles = BTreeMap::new();
+    let mut tails = BTreeMap::new();
+    let mut kinds = BTreeMap::new();
+    for s in &samples {
+        for k in tile_kinds(&s.trace) {
+            *tiles.entry(k.name().to_string()).or_insert(0) += 1;
+        }
+        for t in sampled_choices(&s.trace, "tail") {
+            *tails.entry(t).or_insert(0) += 1;
+        }
+        let ks = categorical_choices(&s.trace, "kind");
+        let kind = ks.first().cloned().unwrap_or_else(|| target.vector_kinds().first().map(|k| k.0.clone()).unwrap_or_default());
+        *kinds.entry(kind).or_insert(0) += 1;
+    }
+    let _ = writeln!(out, "samples: {} drawn with seed {}, {} rejected draws{}", samples.len(), a.seed, rejected,
+        if failures_to_sample > 0 { format!(", {failures_to_sample} could not be drawn") } else { String::new() });
+    count_line(&mut out, "vectorized tiles:", &tiles);
+    count_line(&mut out, "sampled tails:", &tails);
+    count_line(&mut out, "vector kinds:", &kinds);
+
+    let mut failed = failures_to_sample;
+    if a.check || a.qemu {
+        let args = make_args(w, a.seed);
+        let reference = evaluate(w, &args).expect("the reference of a loaded workload evaluates");
+        let results = check_all(w, target, &samples, &args, &reference, a);
+        let mut failures = Vec::new();
+        for (i, r) in results.iter().enumerate() {
+            if let Err(e) = r {
+                failures.push(format!("  sample {i} (trace {}): {e}", samples[i].space_trace));
+            }
+        }
+        failed += failures.len();
+        let how = if a.qemu { "interpreter at vscale 1, 2, 4 and compiled at the target's vector lengths" } else { "interpreter at vscale 1, 2, 4" };
+        let _ = writeln!(out, "check ({how}): {} passed, {} failed", samples.len() - failures.len(), failures.len() + failures_to_sample);
+        for f in failures.iter().take(20) {
+            let _ = writeln!(out, "{f}");
+        }
+    }
+    Exploration { report: out, samples, failed }
+}
+
+fn check_all(
+    w: &Workload,
+    target: &Target,
+    samples: &[Sample],
+    args: &[TensorData],
+    reference: &[RefTensor],
+    a: &ExploreArgs,
+) -> Vec<Result<(), String>> {
+    let threads = a.threads.max(1);
+    let mut results: Vec<Result<(), String>> = vec![Ok(()); samples.len()];
+    std::thread::scope(|scope| {
+        let chunks: Vec<(usize, &mut [Result<(), String>])> = {
+            let size = samples.len().div_ceil(threads).max(1);
+            results.chunks_mut(size).enumerate().map(|(i, c)| (i * size, c)).collect()
+        };
+        for (start, chunk) in chunks {
+            scope.spawn(move || {
+                for (j, slot) in chunk.iter_mut().enumerate() {
+                    let s = &samples[start + j];
+                    let mut r = interpret_and_compare(w, &s.nest, args, reference, &check_vscales(&s.nest));
+                    if r.is_ok() && a.qemu {
+                        r = build_and_run(w, target, &s.nest, a.seed);
+                    }
+                    *slot = r;
+                }
+            });
+        }
+    });
+    results
+}
