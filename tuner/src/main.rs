@@ -47,6 +47,32 @@ enum Command {
         #[arg(long, short, default_value = "out")]
         out: PathBuf,
     },
+    /// Print the design space of a workload on a target, sample it, and optionally check the samples.
+    Explore {
+        /// Workload: `NAME`, `NAME:P=V,...` or a TOML file.
+        workload: String,
+        /// Target name or TOML file.
+        #[arg(long, short)]
+        target: String,
+        /// Number of schedules to sample.
+        #[arg(long, default_value_t = 20)]
+        samples: usize,
+        /// Seed of the sampling RNG.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Write each sampled trace to DIR/sample_NNN.trace.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Check every sample in the interpreter at vscale 1, 2 and 4.
+        #[arg(long)]
+        check: bool,
+        /// With --check: also compile every sample and run it natively or under QEMU.
+        #[arg(long)]
+        qemu: bool,
+        /// Threads used for checking.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+    },
     /// Run a kernel at each vector length and compare every output with the reference.
     Check {
         /// Workload: `NAME`, `NAME:P=V,...` or a TOML file.
@@ -87,6 +113,22 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 println!("wrote {}", f.display());
             }
         }
+        Command::Explore { workload, target, samples, seed, out, check, qemu, threads } => {
+            let w = scaletune::pipeline::load_workload(&workload)?;
+            let t = scaletune_codegen_target(&target)?;
+            let args = scaletune::explore::ExploreArgs { samples, seed, check: check || qemu, qemu, threads };
+            let ex = scaletune::explore::explore(&w, &t, &args);
+            print!("{}", ex.report);
+            if let Some(dir) = out {
+                std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+                for (i, s) in ex.samples.iter().enumerate() {
+                    let p = dir.join(format!("sample_{i:03}.trace"));
+                    std::fs::write(&p, s.trace.to_string()).with_context(|| format!("cannot write {}", p.display()))?;
+                }
+                println!("wrote {} traces to {}", ex.samples.len(), dir.display());
+            }
+            return Ok(ex.failed == 0);
+        }
         Command::Check { workload, target, schedule, vl, seed, timeout } => {
             let outcome = check::run(&check::CheckArgs {
                 workload: &workload,
@@ -101,6 +143,10 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         }
     }
     Ok(true)
+}
+
+fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::target::Target> {
+    Ok(scaletune_codegen::target::Target::load(name)?)
 }
 
 fn main() -> ExitCode {
