@@ -34,6 +34,31 @@ const WORKLOADS: &[&str] = &[
 
 const TARGETS: &[&str] = &["sve-generic", "neoverse-v1", "rvv", "host", "neon"];
 
+fn interpret(w: &scaletune_space::workload::Workload, nest: &Nest, text: &str, seed: u64) -> Result<(), TestCaseError> {
+    let prog = lower(nest, "k").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    let args = make_args(w, seed);
+    let reference = evaluate(w, &args).expect("reference");
+    let dom = &nest.caps.vscale_values;
+    let mut vscales: Vec<u32> = [1u32, 2, 4].into_iter().filter(|v| dom.contains(v)).collect();
+    if vscales.is_empty() {
+        vscales.push(dom[0]);
+    }
+    for vs in vscales {
+        let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
+        a.extend(w.scalars.iter().map(|x| ArgValue::Scalar(x.value)));
+        run(&prog, &mut a, &InterpOptions::new(vs))
+            .map_err(|e| TestCaseError::fail(format!("vscale {vs}: {e}\n{text}")))?;
+        for (k, id) in w.arg_tensors().iter().enumerate() {
+            if w.tensor(*id).role != Role::Output {
+                continue;
+            }
+            let c = compare(&w.tensor(*id).name, a[k].as_tensor().expect("tensor"), &reference[id.index()]);
+            prop_assert!(c.passed(), "vscale {}: {:?}\n{}\n{}", vs, c, text, nest);
+        }
+    }
+    Ok(())
+}
+
 fn check(wi: usize, ti: usize, seed: u64) -> Result<(), TestCaseError> {
     let w = load(WORKLOADS[wi]).expect("loads");
     let t = Target::load(TARGETS[ti]).expect("target");
@@ -49,25 +74,14 @@ fn check(wi: usize, ti: usize, seed: u64) -> Result<(), TestCaseError> {
     parse_trace(&text).expect("parses").apply(&mut replay).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
     prop_assert_eq!(replay.to_string(), s.nest.to_string());
     // It computes the reference at every vscale of its vector kind among 1, 2, 4.
-    let prog = lower(&s.nest, "k").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-    let args = make_args(&w, seed);
-    let reference = evaluate(&w, &args).expect("reference");
-    let dom = &s.nest.caps.vscale_values;
-    let mut vscales: Vec<u32> = [1u32, 2, 4].into_iter().filter(|v| dom.contains(v)).collect();
-    if vscales.is_empty() {
-        vscales.push(dom[0]);
-    }
-    for vs in vscales {
-        let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
-        a.extend(w.scalars.iter().map(|x| ArgValue::Scalar(x.value)));
-        run(&prog, &mut a, &InterpOptions::new(vs)).map_err(|e| TestCaseError::fail(format!("vscale {vs}: {e}\n{text}")))?;
-        for (k, id) in w.arg_tensors().iter().enumerate() {
-            if w.tensor(*id).role != Role::Output {
-                continue;
-            }
-            let c = compare(&w.tensor(*id).name, a[k].as_tensor().expect("tensor"), &reference[id.index()]);
-            prop_assert!(c.passed(), "vscale {}: {:?}\n{}\n{}", vs, c, text, s.nest);
-        }
+    interpret(&w, &s.nest, &text, seed)?;
+    // A mutation changes decisions only, replays, and is still correct.
+    if let Some((m, _)) = scaletune_space::mutators::mutate(&s.trace, &nest, &mut rng) {
+        prop_assert_eq!(m.without_decisions(), s.trace.without_decisions());
+        prop_assert!(m != s.trace);
+        let mut mn = nest.clone();
+        m.apply(&mut mn).map_err(|e| TestCaseError::fail(format!("mutant does not apply: {e}")))?;
+        interpret(&w, &mn, &m.to_string(), seed)?;
     }
     Ok(())
 }

@@ -159,7 +159,8 @@ pub fn tile_kinds(trace: &Trace) -> Vec<TileKind> {
     let mut out = Vec::new();
     for (i, inst) in trace.insts.iter().enumerate() {
         let (outs, choices): (&Vec<String>, Vec<TileChoice>) = match inst {
-            Inst::SampleMixedTile { outs, decision: Some(d), .. } | Inst::SampleScalableTile { outs, decision: Some(d), .. } => {
+            Inst::SampleMixedTile { outs, decision: Some(d), .. }
+            | Inst::SampleScalableTile { outs, decision: Some(d), .. } => {
                 (outs, d.iter().filter_map(TileChoice::from_texpr).collect())
             }
             Inst::SamplePerfectTile { outs, decision: Some(d), .. } => {
@@ -177,7 +178,8 @@ pub fn tile_kinds(trace: &Trace) -> Vec<TileKind> {
             _ => None,
         });
         let Some(louts) = split_outs else { continue };
-        let vectorized = trace.insts.iter().any(|x| matches!(x, Inst::Vectorize { loop_, .. } if louts.contains(loop_)));
+        let vectorized =
+            trace.insts.iter().any(|x| matches!(x, Inst::Vectorize { loop_, .. } if louts.contains(loop_)));
         if !vectorized {
             continue;
         }

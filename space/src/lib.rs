@@ -8,6 +8,7 @@ pub mod dtype;
 pub mod expr;
 pub mod ids;
 pub mod ir;
+pub mod mutators;
 pub mod reference;
 pub mod rules;
 pub mod sample;

@@ -3,7 +3,7 @@
 
 use crate::interp::{run, ArgValue, InterpOptions};
 use crate::lower::lower;
-use crate::vprog::{Op, Program, Stmt};
+use crate::vprog::{LoopHint, Op, Program, Stmt};
 use scaletune_space::data::make_args;
 use scaletune_space::ir::Nest;
 use scaletune_space::reference::{compare, evaluate};
@@ -185,4 +185,26 @@ vectorize(f1)
     check("matmul_i8:M=5,N=19,K=7", m, sve());
     check("matmul_f16:M=5,N=19,K=7", m, sve());
     check("conv2d_nhwc:H=6,WI=6,C=3,F=5", "b = get_block(\"Out\")\nn, oh, ow, f, r, s, c = get_loops(b)\nf0, f1 = split(f, factors=[None, 4*vscale])\nreorder(n, oh, ow, f0, r, s, c, f1)\nvectorize(f1, tail=\"scalar\")\n", sve());
+}
+
+#[test]
+fn unroll_max_step_hints_small_inner_loops() {
+    let t = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nannotate(i, key=\"unroll_max_step\", value=\"16\")\n";
+    let p = check("matmul:M=3,N=4,K=5", t, VectorCaps::fixed(128));
+    let hints: Vec<LoopHint> = {
+        fn walk(s: &[Stmt], out: &mut Vec<LoopHint>) {
+            for x in s {
+                if let Stmt::Loop { hint, body, .. } = x {
+                    out.push(*hint);
+                    walk(body, out);
+                }
+            }
+        }
+        let mut v = Vec::new();
+        walk(&p.body, &mut v);
+        v
+    };
+    // k (5 steps) is unrolled; j (4 x 5 = 20 steps) and i are not.
+    assert!(hints.contains(&LoopHint::Unroll(5)), "{hints:?}");
+    assert!(!hints.contains(&LoopHint::Unroll(4)), "{hints:?}");
 }

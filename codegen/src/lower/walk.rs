@@ -155,7 +155,10 @@ impl Lowerer {
             self.unrolled.remove(&var);
             return Ok(());
         }
-        let hint = if kind == LoopKind::Parallel { LoopHint::Parallel } else { LoopHint::None };
+        let hint = match kind {
+            LoopKind::Parallel => LoopHint::Parallel,
+            _ => self.auto_unroll(l),
+        };
         let start = self.b.index(0);
         let end = self.index(&self.nest.extent(l).clone())?;
         let r = self.b.begin_loop();
@@ -164,6 +167,38 @@ impl Lowerer {
         self.vars.remove(&var);
         self.b.end_loop(r, start, end, hint);
         Ok(())
+    }
+
+    /// The unroll hint of a serial loop under an `unroll_max_step` annotation:
+    /// full unrolling when the loop's total inner steps fit the budget.
+    fn auto_unroll(&self, l: LoopId) -> LoopHint {
+        let mut chain = self.nest.ancestors(Node::Loop(l));
+        chain.push(l);
+        let budget = chain
+            .iter()
+            .rev()
+            .find_map(|a| self.nest.loop_(*a).annotations.get("unroll_max_step"))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0);
+        if budget <= 0 {
+            return LoopHint::None;
+        }
+        match (self.steps(Node::Loop(l)), self.const_extent(l)) {
+            (Some(steps), Ok(n)) if steps <= budget && n > 1 => LoopHint::Unroll(n as u32),
+            _ => LoopHint::None,
+        }
+    }
+
+    /// Block executions of a subtree (constant extents only).
+    fn steps(&self, n: Node) -> Option<i64> {
+        match n {
+            Node::Block(_) => Some(1),
+            Node::Loop(l) => {
+                let ext = self.const_extent(l).ok()?;
+                let inner: i64 = self.nest.loop_(l).body.iter().map(|c| self.steps(*c)).sum::<Option<i64>>()?;
+                ext.checked_mul(inner)
+            }
+        }
     }
 
     /// `for var in start..end { body of l }`.

@@ -25,12 +25,7 @@ pub(crate) fn axis_loops(nest: &Nest, b: BlockId, own: &[(String, LoopId)]) -> V
     for (rv, l) in own {
         let v = nest.loop_(*l).var;
         let Some(k) = blk.bindings.iter().position(|e| e.uses_var(v)) else { continue };
-        out.push(AxisLoop {
-            rv: rv.clone(),
-            iter: k,
-            kind: blk.iters[k].kind,
-            extent: nest.extent(*l).as_int(),
-        });
+        out.push(AxisLoop { rv: rv.clone(), iter: k, kind: blk.iters[k].kind, extent: nest.extent(*l).as_int() });
     }
     out
 }
@@ -85,9 +80,10 @@ pub(crate) fn gathers_when_vectorized(nest: &Nest, b: BlockId, k: usize) -> bool
     let v = blk.iters[k].var;
     blk.rhs.reads().iter().any(|a| {
         let n = a.indices.len();
-        a.indices.iter().enumerate().any(|(d, e)| {
-            e.uses_var(v) && (d + 1 != n || e.has_load() || !matches!(e, Expr::Var(_)))
-        })
+        a.indices
+            .iter()
+            .enumerate()
+            .any(|(d, e)| e.uses_var(v) && (d + 1 != n || e.has_load() || !matches!(e, Expr::Var(_))))
     })
 }
 

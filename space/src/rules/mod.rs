@@ -41,7 +41,11 @@ pub fn workload_rules() -> Vec<Box<dyn WorkloadRule>> {
 
 /// Per-block rules; for each block the first one that applies is used.
 pub fn block_rules() -> Vec<Box<dyn BlockRule>> {
-    vec![Box::new(tiling::MultiLevelTiling::default()), Box::new(reduction::Reduction), Box::new(vectorize::VectorizeAxis)]
+    vec![
+        Box::new(tiling::MultiLevelTiling::default()),
+        Box::new(reduction::Reduction),
+        Box::new(vectorize::VectorizeAxis),
+    ]
 }
 
 /// Rules run once after the per-block rules, in order.

@@ -205,7 +205,8 @@ fn vectorize_copy(s: &mut State, block_rv: &str) {
     let lanes = crate::sample::lanes_per_granule(&s.probe.caps, bits);
     let mut t = s.clone();
     let (o, i) = (t.name("l"), t.name("l"));
-    let factor = crate::trace::TExpr::Mul(Box::new(crate::trace::TExpr::Int(lanes)), Box::new(crate::trace::TExpr::VScale));
+    let factor =
+        crate::trace::TExpr::Mul(Box::new(crate::trace::TExpr::Int(lanes)), Box::new(crate::trace::TExpr::VScale));
     if t.push(Inst::Split { outs: vec![o, i.clone()], loop_: inner, factors: vec![None, Some(factor)] })
         && t.push(Inst::Vectorize { loop_: i, tail: crate::trace::SArg::lit("predicate") })
     {

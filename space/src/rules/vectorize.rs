@@ -29,7 +29,8 @@ impl VectorizeAxis {
         let gathered = if gathers_when_vectorized(&s.probe, bid, k) {
             None
         } else {
-            axes.iter().find(|x| x.iter != k && x.kind == AxisKind::Spatial && gathers_when_vectorized(&s.probe, bid, x.iter))
+            axes.iter()
+                .find(|x| x.iter != k && x.kind == AxisKind::Spatial && gathers_when_vectorized(&s.probe, bid, x.iter))
         };
         let glevels = match gathered {
             Some(g) => Some((g.iter, perfect_tile(&mut s, g, 2, MAX_GATHER_UNROLL)?)),

@@ -54,7 +54,9 @@ pub fn count_perfect(extent: i64, n: usize, max_innermost: i64) -> u128 {
 pub fn sample_perfect(extent: i64, n: usize, max_innermost: i64, rng: &mut impl Rng) -> Result<Vec<i64>, SampleError> {
     let mut counter = Counter { max_innermost: max_innermost.max(1), memo: HashMap::new() };
     if extent < 1 || n == 0 || counter.count(extent, n) == 0 {
-        return Err(SampleError(format!("extent {extent} has no {n}-way tiling with innermost factor <= {max_innermost}")));
+        return Err(SampleError(format!(
+            "extent {extent} has no {n}-way tiling with innermost factor <= {max_innermost}"
+        )));
     }
     let mut out = Vec::with_capacity(n);
     let mut rest = extent;
@@ -88,7 +90,9 @@ pub fn perfect_domain_ok(extent: i64, n: usize, max_innermost: i64, decision: &[
     }
     let product: i64 = decision.iter().product();
     if product != extent {
-        return Err(SampleError(format!("decision {decision:?} multiplies to {product}, but the loop's extent is {extent}")));
+        return Err(SampleError(format!(
+            "decision {decision:?} multiplies to {product}, but the loop's extent is {extent}"
+        )));
     }
     if decision.last().copied().unwrap_or(1) > max_innermost {
         return Err(SampleError(format!("innermost factor of {decision:?} exceeds {max_innermost}")));

@@ -5,8 +5,8 @@ use crate::expr::{simplify, Expr};
 use crate::ids::{BlockId, LoopId};
 use crate::ir::{Nest, Node, Tail};
 use crate::sample::{
-    check_categorical, count_perfect, lanes_per_granule, perfect_domain_ok, sample_categorical, sample_perfect, SampleError,
-    TileChoice, TileDomain,
+    check_categorical, count_perfect, lanes_per_granule, perfect_domain_ok, sample_categorical, sample_perfect,
+    SampleError, TileChoice, TileDomain,
 };
 use crate::schedule::{ErrorKind, ScheduleError};
 use rand_chacha::ChaCha8Rng;
@@ -187,7 +187,8 @@ impl Trace {
             if let Some(sz) = size {
                 sizes.push((i, sz));
             }
-            if !matches!(inst, Inst::GetBlock { .. } | Inst::GetLoops { .. } | Inst::UseVectors { .. }) && !inst.is_sampling()
+            if !matches!(inst, Inst::GetBlock { .. } | Inst::GetLoops { .. } | Inst::UseVectors { .. })
+                && !inst.is_sampling()
             {
                 nest.transformed = true;
             }
@@ -222,7 +223,11 @@ fn bind_tile(env: &mut Env, nest: &Nest, l: LoopId, outs: &[String], inner: &[Ti
     }
 }
 
-fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<(Option<Inst>, Option<u128>), TraceError> {
+fn step(
+    env: &mut Env,
+    nest: &mut Nest,
+    rng: Option<&mut ChaCha8Rng>,
+) -> Result<(Option<Inst>, Option<u128>), TraceError> {
     match env.inst {
         Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } => {
             let l = env.loop_(loop_)?;
@@ -241,7 +246,9 @@ fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<
                     perfect_domain_ok(extent, *n, *max_innermost_factor, d).map_err(|e| env.sample_err(e))?;
                     d.clone()
                 }
-                (None, Some(r)) => sample_perfect(extent, *n, *max_innermost_factor, r).map_err(|e| env.sample_err(e))?,
+                (None, Some(r)) => {
+                    sample_perfect(extent, *n, *max_innermost_factor, r).map_err(|e| env.sample_err(e))?
+                }
                 (None, None) => return Err(env.no_decision()),
             };
             for (o, f) in outs.iter().zip(&d) {
@@ -254,7 +261,8 @@ fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<
             let size = count_perfect(extent, *n, *max_innermost_factor);
             return Ok((Some(inst), Some(size)));
         }
-        Inst::SampleScalableTile { outs, loop_, n, decision, .. } | Inst::SampleMixedTile { outs, loop_, n, decision, .. } => {
+        Inst::SampleScalableTile { outs, loop_, n, decision, .. }
+        | Inst::SampleMixedTile { outs, loop_, n, decision, .. } => {
             let l = env.loop_(loop_)?;
             let (max_fixed, max_vscale, mixed) = match env.inst {
                 Inst::SampleMixedTile { max_innermost_fixed, max_innermost_vscale, .. } => {
@@ -271,7 +279,10 @@ fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<
                         .iter()
                         .map(|e| {
                             TileChoice::from_texpr(e).ok_or_else(|| {
-                                env.err(TraceErrorKind::Sample, format!("decision entry `{e}` is not `c` or `c*vscale`"))
+                                env.err(
+                                    TraceErrorKind::Sample,
+                                    format!("decision entry `{e}` is not `c` or `c*vscale`"),
+                                )
                             })
                         })
                         .collect::<Result<Vec<_>, _>>()?;

@@ -22,8 +22,8 @@ mod print;
 #[cfg(test)]
 mod tests;
 
-pub use apply::{Rv, TraceError, TraceErrorKind};
 pub use crate::sample::SampleError;
+pub use apply::{Rv, TraceError, TraceErrorKind};
 pub use parse::parse_trace;
 
 use serde::{Deserialize, Serialize};

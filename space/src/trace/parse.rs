@@ -267,7 +267,9 @@ impl Call {
     /// An optional list keyword, each item converted by `f`.
     fn kw_list<T>(&self, key: &str, f: &dyn Fn(&Arg, usize) -> BuildResult<T>) -> BuildResult<Option<Vec<T>>> {
         match self.kw(key) {
-            Some((Arg::List(items), _)) => Ok(Some(items.iter().map(|(a, o)| f(a, *o)).collect::<BuildResult<Vec<T>>>()?)),
+            Some((Arg::List(items), _)) => {
+                Ok(Some(items.iter().map(|(a, o)| f(a, *o)).collect::<BuildResult<Vec<T>>>()?))
+            }
             Some((_, off)) => Err((off, format!("`{key}` must be a list"))),
             None => Ok(None),
         }

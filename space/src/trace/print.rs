@@ -113,14 +113,22 @@ impl fmt::Display for Inst {
             Inst::Annotate { target, key, value } => write!(f, "annotate({target}, key={}, value={value})", q(key)),
             Inst::UseVectors { kind } => write!(f, "use_vectors({kind})"),
             Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } => {
-                write!(f, "{} = sample_perfect_tile({loop_}, n={n}, max_innermost_factor={max_innermost_factor}", outs.join(", "))?;
+                write!(
+                    f,
+                    "{} = sample_perfect_tile({loop_}, n={n}, max_innermost_factor={max_innermost_factor}",
+                    outs.join(", ")
+                )?;
                 if let Some(d) = decision {
                     write!(f, ", decision={}", list(d))?;
                 }
                 f.write_str(")")
             }
             Inst::SampleScalableTile { outs, loop_, n, max_innermost_vscale, decision } => {
-                write!(f, "{} = sample_scalable_tile({loop_}, n={n}, max_innermost_vscale={max_innermost_vscale}", outs.join(", "))?;
+                write!(
+                    f,
+                    "{} = sample_scalable_tile({loop_}, n={n}, max_innermost_vscale={max_innermost_vscale}",
+                    outs.join(", ")
+                )?;
                 if let Some(d) = decision {
                     write!(f, ", decision={}", list(d))?;
                 }
