@@ -1,0 +1,95 @@
+//! `scaletune explore`: summaries, determinism, checked samples, written traces.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn scaletune(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn summary_line<'a>(report: &'a str, title: &str) -> &'a str {
+    report.lines().find(|l| l.trim_start().starts_with(title)).unwrap_or("")
+}
+
+#[test]
+fn matmul_on_neoverse_v1_covers_every_tile_kind_tail_and_vector_kind_deterministically() {
+    let args = ["explore", "matmul:M=256,N=256,K=256", "--target", "neoverse-v1", "--samples", "200", "--seed", "1"];
+    let a = scaletune(&args);
+    let b = scaletune(&args);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout, "same seed, same output");
+    let r = stdout(&a);
+    let tiles = summary_line(&r, "vectorized tiles:");
+    for k in ["fixed", "scalable", "mixed"] {
+        assert!(tiles.contains(k), "{tiles}");
+    }
+    let tails = summary_line(&r, "sampled tails:");
+    for t in ["predicate", "peel", "scalar"] {
+        assert!(tails.contains(t), "{tails}");
+    }
+    let kinds = summary_line(&r, "vector kinds:");
+    for k in ["sve ", "sve-vla", "neon"] {
+        assert!(kinds.contains(k), "{kinds}");
+    }
+    assert!(r.contains("rules applied: vector-kind, multi-level-tiling"), "{r}");
+    assert!(r.contains("sample_mixed_tile"), "{r}");
+    assert!(r.contains("space size:"), "{r}");
+    let other = scaletune(&["explore", "matmul:M=256,N=256,K=256", "--target", "neoverse-v1", "--samples", "200", "--seed", "2"]);
+    assert_ne!(a.stdout, other.stdout, "another seed, other samples");
+}
+
+#[test]
+fn host_has_fixed_widths_only() {
+    let o = scaletune(&["explore", "matmul:M=32,N=48,K=16", "--target", "host", "--samples", "40", "--check"]);
+    let r = stdout(&o);
+    assert!(o.status.success(), "{r}");
+    let tiles = summary_line(&r, "vectorized tiles:");
+    assert!(tiles.contains("fixed") && !tiles.contains("scalable") && !tiles.contains("mixed"), "{tiles}");
+    assert!(!r.contains("sample_mixed_tile") && !r.contains("sample_scalable_tile"), "{r}");
+    assert!(r.contains("40 passed, 0 failed"), "{r}");
+}
+
+#[test]
+fn samples_of_several_workloads_pass_the_interpreter_check() {
+    for (w, t) in [
+        ("matmul:M=20,N=37,K=12", "neoverse-v1"),
+        ("conv2d_nhwc:H=6,WI=7,C=4,F=9", "sve-generic"),
+        ("paged_read:P=13,PAGES=64", "sve-generic"),
+        ("softmax_rows:M=3,N=29", "rvv"),
+        ("sum_cos:N=77", "rvv"),
+        ("sum_cos:N=77", "sve-generic"),
+    ] {
+        let o = scaletune(&["explore", w, "--target", t, "--samples", "25", "--seed", "3", "--check"]);
+        let r = stdout(&o);
+        assert!(o.status.success(), "{w} on {t}: {r}");
+        assert!(r.contains("25 passed, 0 failed"), "{w} on {t}: {r}");
+    }
+}
+
+#[test]
+fn compiled_samples_pass_under_qemu() {
+    let o = scaletune(&["explore", "scale_add:N=123", "--target", "sve-generic", "--samples", "4", "--qemu"]);
+    let r = stdout(&o);
+    assert!(o.status.success() && r.contains("4 passed, 0 failed"), "{r}");
+}
+
+#[test]
+fn written_traces_replay_with_compile_and_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().display().to_string();
+    let o = scaletune(&["explore", "paged_read:P=21", "--target", "sve-generic", "--samples", "3", "--out", &out]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let first = dir.path().join("sample_000.trace");
+    let text = std::fs::read_to_string(&first).expect("trace written");
+    assert!(text.contains("decision="), "{text}");
+    let o = scaletune(&["check", "paged_read:P=21", "--target", "sve-generic", "--schedule", &first.display().to_string()]);
+    assert!(o.status.success(), "{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+}
