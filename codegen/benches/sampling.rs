@@ -1,0 +1,34 @@
+//! Throughput of the schedule space: sampling a candidate and lowering it to
+//! the vector program (matmul 512x512x512 on neoverse-v1).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use scaletune_codegen::lower::lower;
+use scaletune_codegen::target::Target;
+use scaletune_space::design::DesignSpace;
+use scaletune_space::ir::Nest;
+use scaletune_space::sample::task_rng;
+use scaletune_space::workload::load;
+use std::hint::black_box;
+
+fn bench(c: &mut Criterion) {
+    let w = load("matmul:M=512,N=512,K=512").expect("workload");
+    let t = Target::load("neoverse-v1").expect("target");
+    let nest = Nest::from_workload(&w, t.caps.clone()).with_kinds(t.vector_kinds());
+    let space = DesignSpace::generate(&nest);
+    let mut g = c.benchmark_group("schedule_space");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("generate_design_space", |b| b.iter(|| black_box(DesignSpace::generate(black_box(&nest)))));
+    let mut rng = task_rng(1, 0);
+    g.bench_function("sample", |b| b.iter(|| black_box(space.sample(&mut rng).expect("samples"))));
+    let mut rng = task_rng(2, 0);
+    g.bench_function("sample_and_lower", |b| {
+        b.iter(|| {
+            let s = space.sample(&mut rng).expect("samples");
+            black_box(lower(&s.nest, "k").expect("lowers"))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
