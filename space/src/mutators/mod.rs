@@ -8,7 +8,7 @@ mod categorical;
 mod tile;
 
 pub use categorical::{MutateCategorical, MutateUnroll};
-pub use tile::MutateTileSize;
+pub use tile::{MutateParallel, MutateTileSize};
 
 use crate::ir::Nest;
 use crate::trace::{Inst, Trace};
@@ -49,7 +49,12 @@ pub trait Mutator {
 
 /// All mutators with their selection weights.
 pub fn registry() -> Vec<(Box<dyn Mutator>, f64)> {
-    vec![(Box::new(MutateTileSize), 0.5), (Box::new(MutateCategorical), 0.35), (Box::new(MutateUnroll), 0.15)]
+    vec![
+        (Box::new(MutateTileSize), 0.45),
+        (Box::new(MutateCategorical), 0.3),
+        (Box::new(MutateUnroll), 0.15),
+        (Box::new(MutateParallel), 0.1),
+    ]
 }
 
 /// Picks a mutator by weight and applies it (trying the others if it finds nothing).
@@ -84,4 +89,36 @@ pub(crate) fn prefix_state(
     let mut n = nest.clone();
     let env = prefix.apply(&mut n).ok()?;
     Some((n, env))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::DesignSpace;
+    use crate::sample::task_rng;
+    use crate::workload::load;
+    use crate::VectorCaps;
+
+    #[test]
+    fn every_mutator_changes_decisions_only_and_replays() {
+        let w = load("matmul:M=64,N=96,K=32").expect("loads");
+        let kinds = vec![("sve-vla".to_string(), VectorCaps::sve_any()), ("neon".to_string(), VectorCaps::fixed(128))];
+        let nest = Nest::from_workload(&w, VectorCaps::sve_any()).with_kinds(kinds);
+        let space = DesignSpace::generate(&nest);
+        let mut rng = task_rng(5, 0);
+        let mut worked = std::collections::BTreeSet::new();
+        for _ in 0..30 {
+            let s = space.sample(&mut rng).expect("samples");
+            for (m, _) in registry() {
+                if let Some(t) = m.mutate(&s.trace, &nest, &mut rng) {
+                    assert_eq!(t.without_decisions(), s.trace.without_decisions(), "{}", m.name());
+                    assert_ne!(t, s.trace, "{}", m.name());
+                    let mut n = nest.clone();
+                    t.apply(&mut n).expect("a mutant replays");
+                    worked.insert(m.name());
+                }
+            }
+        }
+        assert_eq!(worked.len(), registry().len(), "{worked:?}");
+    }
 }

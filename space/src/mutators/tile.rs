@@ -18,22 +18,56 @@ fn smallest_prime_factor(x: i64) -> Option<i64> {
     (2..=x).find(|p| x % p == 0)
 }
 
+/// True if the tiling at `i` feeds a split whose outer loop is made `parallel`.
+pub(crate) fn feeds_parallel(trace: &Trace, i: usize) -> bool {
+    let Inst::SamplePerfectTile { outs, .. } = &trace.insts[i] else { return false };
+    trace.insts[i + 1..].iter().any(|x| match x {
+        Inst::Split { outs: louts, factors, .. } => {
+            factors.iter().any(|f| matches!(f, Some(crate::trace::TExpr::Rv(n)) if outs.contains(n)))
+                && trace.insts.iter().any(|y| matches!(y, Inst::Parallel { loop_ } if Some(loop_) == louts.first()))
+        }
+        _ => false,
+    })
+}
+
+fn tilings(trace: &Trace, parallel: bool) -> Vec<usize> {
+    (0..trace.insts.len())
+        .filter(|i| {
+            matches!(
+                trace.insts[*i],
+                Inst::SamplePerfectTile { decision: Some(_), .. }
+                    | Inst::SampleScalableTile { decision: Some(_), .. }
+                    | Inst::SampleMixedTile { decision: Some(_), .. }
+            ) && feeds_parallel(trace, *i) == parallel
+        })
+        .collect()
+}
+
+/// Changes the number of chunks of a parallel loop (the tiling that splits
+/// off its parallel part), like [`MutateTileSize`].
+pub struct MutateParallel;
+
+impl Mutator for MutateParallel {
+    fn name(&self) -> &'static str {
+        "parallel-extent"
+    }
+
+    fn candidates(&self, trace: &Trace) -> Vec<usize> {
+        tilings(trace, true)
+    }
+
+    fn redecide(&self, trace: &Trace, i: usize, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Inst> {
+        MutateTileSize.redecide(trace, i, nest, rng)
+    }
+}
+
 impl Mutator for MutateTileSize {
     fn name(&self) -> &'static str {
         "tile-size"
     }
 
     fn candidates(&self, trace: &Trace) -> Vec<usize> {
-        (0..trace.insts.len())
-            .filter(|i| {
-                matches!(
-                    trace.insts[*i],
-                    Inst::SamplePerfectTile { decision: Some(_), .. }
-                        | Inst::SampleScalableTile { decision: Some(_), .. }
-                        | Inst::SampleMixedTile { decision: Some(_), .. }
-                )
-            })
-            .collect()
+        tilings(trace, false)
     }
 
     fn redecide(&self, trace: &Trace, i: usize, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Inst> {

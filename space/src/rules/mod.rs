@@ -9,6 +9,7 @@
 mod analysis;
 mod common;
 mod fusion;
+mod parallel;
 mod reduction;
 mod state;
 mod tiling;
@@ -50,5 +51,5 @@ pub fn block_rules() -> Vec<Box<dyn BlockRule>> {
 
 /// Rules run once after the per-block rules, in order.
 pub fn final_rules() -> Vec<Box<dyn WorkloadRule>> {
-    vec![Box::new(unroll::UnrollDepth)]
+    vec![Box::new(parallel::Parallel), Box::new(unroll::UnrollDepth)]
 }

@@ -72,6 +72,9 @@ impl fmt::Display for TraceError {
     }
 }
 
+/// A decided trace, its final bindings, and the domain size of each sampling instruction.
+type RunOutcome = (Trace, HashMap<String, Rv>, Vec<(usize, u128)>);
+
 struct Env<'a> {
     vars: HashMap<String, Rv>,
     line: Option<usize>,
@@ -176,7 +179,7 @@ impl Trace {
         nest: &mut Nest,
         env: HashMap<String, Rv>,
         mut rng: Option<&mut ChaCha8Rng>,
-    ) -> Result<(Trace, HashMap<String, Rv>, Vec<(usize, u128)>), TraceError> {
+    ) -> Result<RunOutcome, TraceError> {
         let mut vars = env;
         let mut sizes = Vec::new();
         let mut out = Trace { insts: Vec::with_capacity(self.insts.len()), lines: self.lines.clone() };
