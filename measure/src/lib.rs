@@ -1,4 +1,10 @@
-//! scaletune-measure: the correctness harness (and, later, builders, runners and metrics).
+//! scaletune-measure: the correctness harness, builders, runners and the measurement farm.
+//!
+//! A [`Candidate`] (workload + target + trace) is built by a [`Builder`]
+//! ([`LlvmBuilder`]: schedule, lower, LLVM, link; objects cached by content
+//! hash) into a [`Built`] harness, which a [`Runner`] ([`NativeRunner`], ...)
+//! checks and measures. The [`Farm`] overlaps builders and runners for a
+//! batch and streams back one [`Measurement`] per candidate.
 //!
 //! The [`harness`] links a compiled kernel object with a small generated C
 //! driver, runs the executable natively or under QEMU user mode at a
@@ -31,15 +37,22 @@
 //!
 //! [`Workload::arg_tensors`]: scaletune_space::workload::Workload::arg_tensors
 
+pub mod builder;
+pub mod candidate;
+pub mod farm;
 pub mod harness;
 pub mod protocol;
 pub mod result;
 pub mod runner;
 
+pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder};
+pub use candidate::Candidate;
+pub use farm::{Batch, BatchReport, Farm, Timeline};
 pub use harness::{
     check, driver_source, CheckRequest, Harness, HarnessError, RunCheck, RunOptions, RunOutput, RunStatus,
 };
 pub use protocol::TimingProtocol;
 pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
+pub use runner::native::NativeRunner;
 pub use runner::{Built, Runner};
 pub use scaletune_space::reference::Comparison;

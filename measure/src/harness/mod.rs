@@ -7,7 +7,9 @@
 //! that executable at one vector length — natively for the host target, under
 //! the target's QEMU user-mode command otherwise — and turns whatever happens
 //! into a [`RunCheck`]: a failed run is data, never an `Err` or a panic.
-//! [`check`] does both for every requested vector length.
+//! [`check`] does both for every requested vector length. With the driver
+//! options of [`timing`] (passed through [`RunOptions::driver_args`]), the
+//! same run also times the kernel after its checked first call.
 //!
 //! Work directory layout (a fresh temporary directory, removed when the
 //! [`Harness`] is dropped, unless [`CheckRequest::work_dir`] names one to keep):
@@ -21,10 +23,13 @@ mod build;
 mod check;
 mod driver;
 mod run;
+pub mod timing;
 
 pub use driver::driver_source;
+pub use timing::{driver_args as timing_args, parse_timing, TimingError};
 
 use build::{build_executable, write_file, INPUT_FILE};
+use driver::EXIT_UNSTABLE_OUTPUTS;
 use run::{run_with_timeout, signal_name, Ending, RawRun};
 use scaletune_codegen::target::{Target, TargetError};
 use scaletune_space::data::make_args;
@@ -246,6 +251,21 @@ impl Harness {
         })
     }
 
+    /// The target the kernel was compiled for.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The workload the kernel computes.
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// The timeout of one run unless [`RunOptions::timeout`] overrides it.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// The vector lengths of the request (or the target's defaults).
     pub fn vl_bits(&self) -> &[u32] {
         &self.vl_bits
@@ -313,23 +333,27 @@ impl Harness {
             None => (Command::new(&self.executable), format!("natively at VL {vl_bits}")),
         };
         cmd.arg(&self.input).arg(&output).args(&opts.driver_args).current_dir(self.dir.path());
-        let raw = run_with_timeout(cmd, opts.timeout.unwrap_or(self.timeout));
+        let timeout = opts.timeout.unwrap_or(self.timeout);
+        let raw = run_with_timeout(cmd, timeout);
         result.wall_time = raw.wall_time;
         captured.stdout = raw.stdout.clone();
         captured.stderr = raw.stderr.clone();
-        self.judge(&raw, &output, &how, &mut result);
+        self.judge(&raw, &output, &how, timeout, &mut result);
         let _ = std::fs::remove_file(&output);
         result
     }
 
     /// Fills status, comparisons and message from a finished run.
-    fn judge(&self, raw: &RawRun, output: &Path, how: &str, result: &mut RunCheck) {
+    fn judge(&self, raw: &RawRun, output: &Path, how: &str, timeout: Duration, result: &mut RunCheck) {
         let fail = |result: &mut RunCheck, status: RunStatus, what: String| {
             result.status = status;
             result.message = format!("{what} ({how}){}", stderr_excerpt(&raw.stderr));
         };
+        // Outputs that the timed calls changed are judged after the first call's outputs.
+        let mut unstable = false;
         match &raw.ending {
             Ending::Exited(0) => {}
+            Ending::Exited(EXIT_UNSTABLE_OUTPUTS) => unstable = true,
             Ending::Exited(code) => {
                 return fail(result, RunStatus::RunError, format!("driver exited with status {code}"));
             }
@@ -337,7 +361,7 @@ impl Harness {
                 return fail(result, RunStatus::RunError, format!("driver killed by {}", signal_name(*sig)));
             }
             Ending::TimedOut => {
-                let what = format!("timed out after {:.1} s", self.timeout.as_secs_f64());
+                let what = format!("timed out after {:.1} s", timeout.as_secs_f64());
                 return fail(result, RunStatus::Timeout, what);
             }
             Ending::Failed(why) => return fail(result, RunStatus::RunError, why.clone()),
@@ -364,7 +388,10 @@ impl Harness {
             Ok(c) => {
                 result.comparisons = c.comparisons;
                 result.max_abs_err = c.max_abs_err;
-                if c.failures.is_empty() {
+                if c.failures.is_empty() && unstable {
+                    let what = "the first call's outputs are right, but the timed calls changed them".to_string();
+                    fail(result, RunStatus::RunError, what);
+                } else if c.failures.is_empty() {
                     result.status = RunStatus::Ok;
                     let n: usize = self.outputs.iter().map(|id| self.workload.tensor(*id).len()).sum();
                     result.message = format!(

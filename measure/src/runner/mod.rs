@@ -6,6 +6,8 @@ use async_trait::async_trait;
 use scaletune_codegen::target::Target;
 use std::sync::Arc;
 
+pub mod native;
+
 /// A candidate ready to run: its linked harness (driver + kernel + inputs +
 /// reference) and the content hash of its artifact.
 #[derive(Debug)]
@@ -36,4 +38,22 @@ pub trait Runner: Send + Sync {
 
     /// Runs a built candidate at each vector length. Failures are results.
     async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement>;
+
+    /// Like [`Runner::run`], but tells a fault of the runner itself (an agent
+    /// that disappeared mid-run) from the candidate's own results: on
+    /// `Err`, the farm marks this runner down and gives the work to another
+    /// runner that accepts it. Runners that cannot fail that way keep the default.
+    async fn try_run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {
+        Ok(self.run(built, vl_bits).await)
+    }
+}
+
+/// A failure of a runner (not of the candidate it was running).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("runner {runner} failed: {message}")]
+pub struct RunnerFault {
+    /// The runner's name.
+    pub runner: String,
+    /// What happened.
+    pub message: String,
 }

@@ -1,0 +1,74 @@
+//! Builders: turn candidates (workload + target + trace) into linked harnesses ready to run.
+//!
+//! A [`Builder`] does the blocking work for one candidate; [`LlvmBuilder`] is
+//! the real one (schedule replay, lowering, LLVM with its own context per
+//! call, linking with the generated driver), with an on-disk, content-addressed
+//! [`ArtifactCache`] of kernel objects. [`BuilderPool`] runs a builder for many
+//! candidates on tokio's blocking pool with a fixed number of workers. Every
+//! failure, including a panic, is a [`BuildError`] — which a farm turns into
+//! `Measurement::build_error` — never an aborted batch.
+
+mod cache;
+mod llvm;
+mod pool;
+
+pub use cache::{artifact_key, ArtifactCache};
+pub use llvm::{kernel_symbol, BuildStats, LlvmBuilder};
+pub(crate) use pool::{BuildHook, BuildPhase};
+pub use pool::{BuildOutcome, BuilderPool};
+
+use crate::candidate::Candidate;
+use crate::harness::HarnessError;
+use crate::runner::Built;
+use scaletune_codegen::llvm::LlvmError;
+use scaletune_codegen::lower::LowerError;
+use scaletune_space::trace::TraceError;
+use thiserror::Error;
+
+/// Turns one candidate into a [`Built`] harness. Called on a blocking thread;
+/// may take seconds. Implementations other than [`LlvmBuilder`] exist for
+/// tests (hand-written kernels) and could compile elsewhere.
+pub trait Builder: Send + Sync {
+    /// Builds the candidate. A failure is an `Err`, never a panic (a panic is
+    /// caught by the pool and reported as [`BuildError::Panic`] anyway).
+    fn build(&self, candidate: &Candidate) -> Result<Built, BuildError>;
+}
+
+/// Why a candidate could not be built.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    /// The trace does not apply to the workload's loop nest.
+    #[error("schedule: {0}")]
+    Schedule(#[from] TraceError),
+    /// Lowering the scheduled nest to the vector program failed.
+    #[error("lowering: {0}")]
+    Lower(#[from] LowerError),
+    /// LLVM failed.
+    #[error("LLVM: {0}")]
+    Llvm(#[from] LlvmError),
+    /// Building the driver or linking it with the kernel failed.
+    #[error("link: {0}")]
+    Link(#[from] HarnessError),
+    /// Some stage panicked (caught with `catch_unwind`).
+    #[error("{stage} panicked: {message}")]
+    Panic {
+        /// What was running.
+        stage: String,
+        /// The panic message.
+        message: String,
+    },
+    /// Any other failure (custom builders).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The message of a caught panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}

@@ -1,0 +1,156 @@
+//! The farm: builds a batch of candidates with a builder pool and feeds them to every idle runner that accepts them.
+//!
+//! ```text
+//! candidates ──▶ BuilderPool (N workers, blocking pool) ──▶ ready queue ──▶ runner slots ──▶ Measurement stream
+//!                      ▲ gate: at most `max_ahead` candidates building or built-and-waiting
+//! ```
+//!
+//! One coordinator task owns the ready queue and the runner slots (each
+//! runner has [`Runner::slots`] of them). Whenever a build finishes or a run
+//! ends it hands every free slot the oldest ready candidate with a vector
+//! length that slot's runner accepts (all such vector lengths at once), so a
+//! slot never idles while accepted work is queued, builds continue while
+//! runs execute, and several runners are busy at once. Results stream back in
+//! completion order; a candidate is done when all its vector lengths are.
+//!
+//! Faults are results: a build failure (or builder panic) is
+//! `Measurement::build_error`; a vector length no runner accepts is a
+//! `run_error` saying so; a runner panic is a `run_error` of that run. A
+//! runner that reports a [`RunnerFault`](crate::runner::RunnerFault) from
+//! `try_run` (an agent that disappeared) is taken out of the batch and its
+//! work goes back to the front of the queue for the other runners; it is a
+//! `run_error` only if no runner that accepts it is left. The batch always
+//! completes. Every build and run is recorded on a [`Timeline`].
+
+mod dispatch;
+mod timeline;
+
+pub use timeline::{Event, EventKind, Span, Timeline};
+
+use crate::builder::{Builder, BuilderPool};
+use crate::candidate::Candidate;
+use crate::result::Measurement;
+use crate::runner::Runner;
+use std::sync::Arc;
+use thiserror::Error;
+use timeline::EventLog;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Errors of the farm itself (never of a candidate).
+#[derive(Debug, Error)]
+pub enum FarmError {
+    /// The tokio runtime of [`Farm::measure_blocking`] could not be created.
+    #[error("cannot start the farm's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Builders and runners that measure batches of candidates.
+#[derive(Clone)]
+pub struct Farm {
+    pool: BuilderPool,
+    runners: Vec<Arc<dyn Runner>>,
+    max_ahead: Option<usize>,
+}
+
+impl std::fmt::Debug for Farm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.runners.iter().map(|r| r.name()).collect();
+        f.debug_struct("Farm").field("pool", &self.pool).field("runners", &names).finish()
+    }
+}
+
+impl Farm {
+    /// A farm with `builders` build workers running `builder`, and `runners`.
+    pub fn new(builder: Arc<dyn Builder>, builders: usize, runners: Vec<Arc<dyn Runner>>) -> Farm {
+        Farm { pool: BuilderPool::new(builder, builders), runners, max_ahead: None }
+    }
+
+    /// Bounds how many candidates may be building or built and waiting for a
+    /// runner (default: the build workers plus twice the runner slots).
+    pub fn with_max_ahead(mut self, max_ahead: usize) -> Farm {
+        self.max_ahead = Some(max_ahead.max(1));
+        self
+    }
+
+    /// The runners.
+    pub fn runners(&self) -> &[Arc<dyn Runner>] {
+        &self.runners
+    }
+
+    /// Total runner slots.
+    pub fn slots(&self) -> usize {
+        self.runners.iter().map(|r| r.slots().max(1)).sum()
+    }
+
+    /// Starts measuring a batch; results arrive on the returned [`Batch`].
+    /// Must be called inside a tokio runtime.
+    pub fn submit(&self, candidates: Vec<Candidate>) -> Batch {
+        let log = Arc::new(EventLog::new());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let max_ahead = self.max_ahead.unwrap_or(self.pool.workers() + 2 * self.slots());
+        let task =
+            dispatch::start(self.pool.clone(), self.runners.clone(), candidates, max_ahead, Arc::clone(&log), tx);
+        Batch { results: rx, log, task }
+    }
+
+    /// Measures a batch and returns every measurement (in completion order) with the timeline.
+    pub async fn measure(&self, candidates: Vec<Candidate>) -> BatchReport {
+        self.submit(candidates).finish().await
+    }
+
+    /// [`Farm::measure`] on a runtime of its own, for callers without one
+    /// (not from inside a tokio runtime).
+    pub fn measure_blocking(&self, candidates: Vec<Candidate>) -> Result<BatchReport, FarmError> {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(FarmError::Runtime)?;
+        Ok(rt.block_on(self.measure(candidates)))
+    }
+}
+
+/// A batch in progress.
+#[derive(Debug)]
+pub struct Batch {
+    results: mpsc::UnboundedReceiver<Measurement>,
+    log: Arc<EventLog>,
+    task: JoinHandle<()>,
+}
+
+impl Batch {
+    /// The next finished candidate, or `None` when the batch is complete.
+    pub async fn next(&mut self) -> Option<Measurement> {
+        self.results.recv().await
+    }
+
+    /// The timeline so far.
+    pub fn timeline(&self) -> Timeline {
+        self.log.snapshot()
+    }
+
+    /// Waits for the rest of the batch.
+    pub async fn finish(mut self) -> BatchReport {
+        let mut measurements = Vec::new();
+        while let Some(m) = self.results.recv().await {
+            measurements.push(m);
+        }
+        // The coordinator has dropped its sender, so it is finishing; a panic
+        // in it would already show as missing measurements.
+        let _ = (&mut self.task).await;
+        BatchReport { measurements, timeline: self.log.snapshot() }
+    }
+}
+
+/// A finished batch.
+#[derive(Clone, Debug)]
+pub struct BatchReport {
+    /// One measurement per candidate, in completion order.
+    pub measurements: Vec<Measurement>,
+    /// When each build and run started and ended.
+    pub timeline: Timeline,
+}
+
+impl BatchReport {
+    /// The measurement of a candidate.
+    pub fn get(&self, candidate: u64) -> Option<&Measurement> {
+        self.measurements.iter().find(|m| m.candidate == candidate)
+    }
+}

@@ -1,0 +1,107 @@
+//! The LLVM builder, its artifact cache and the builder pool.
+
+mod common;
+
+use common::{scale_add_traces, target, trace, workload};
+use scaletune_codegen::target::Target;
+use scaletune_measure::builder::{BuildError, Builder, BuilderPool};
+use scaletune_measure::{ArtifactCache, Built, Candidate, LlvmBuilder, NativeRunner, Status, TimingProtocol};
+use std::sync::Arc;
+
+fn quick() -> TimingProtocol {
+    TimingProtocol { warmup: 1, number: 1, repeat: 3, min_repeat_ms: 1, flush_cache: false, pin_core: None }
+}
+
+#[test]
+fn the_second_build_of_a_candidate_is_a_cache_hit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = ArtifactCache::new(dir.path()).expect("cache");
+    let builder = LlvmBuilder::new().with_cache(cache.clone());
+    let (w, t) = (workload("scale_add:N=203"), target("host"));
+    let c = Candidate::new(7, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[1].clone());
+
+    let first = builder.build(&c).unwrap_or_else(|e| panic!("build: {e}"));
+    assert_eq!(first.candidate, 7);
+    assert_eq!(first.artifact.len(), 64);
+    assert!(cache.path_of(&first.artifact).is_file());
+    assert_eq!((builder.stats().compiled, builder.stats().cache_hits), (1, 0));
+
+    // Same workload, target and trace under another id: LLVM is skipped.
+    let again = Candidate { id: 8, ..c.clone() };
+    let second = builder.build(&again).unwrap_or_else(|e| panic!("build: {e}"));
+    assert_eq!(second.artifact, first.artifact);
+    assert_eq!((builder.stats().compiled, builder.stats().cache_hits), (1, 1));
+    // A fresh builder (another process, say) on the same directory hits too.
+    let other = LlvmBuilder::new().with_cache(cache);
+    other.build(&c).unwrap_or_else(|e| panic!("build: {e}"));
+    assert_eq!((other.stats().compiled, other.stats().cache_hits), (0, 1));
+
+    // A different trace is a different artifact.
+    let different = Candidate { trace: scale_add_traces()[2].clone(), ..c.clone() };
+    assert_ne!(builder.build(&different).expect("builds").artifact, first.artifact);
+
+    // And the cached object is the right kernel.
+    let vl = t.default_vl_bits[0];
+    for built in [&first, &second] {
+        let m = NativeRunner::new(quick()).measure(built, vl);
+        assert_eq!(m.status, Status::Ok, "{}", m.message);
+    }
+}
+
+#[test]
+fn every_stage_failure_is_a_build_error() {
+    let builder = LlvmBuilder::new();
+    let (w, t) = (workload("scale_add:N=64"), target("host"));
+    let bad_trace = Candidate::new(1, Arc::clone(&w), Arc::clone(&t), trace("b = get_block(\"Nope\")\n"));
+    let e = builder.build(&bad_trace).expect_err("unknown block");
+    assert!(matches!(e, BuildError::Schedule(_)), "{e}");
+    assert!(e.to_string().starts_with("schedule: "), "{e}");
+    assert!(e.to_string().contains("Nope"), "{e}");
+
+    // A target whose compiler cannot be started fails at link time.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/targets/host.toml");
+    let text = std::fs::read_to_string(path).expect("host.toml");
+    let text = text.replace("cc = [\"clang-19\"", "cc = [\"/nonexistent/scaletune-cc\"");
+    let broken = Arc::new(Target::from_toml(&text, "broken-host").expect("parses"));
+    let no_cc = Candidate::new(2, w, broken, scale_add_traces()[0].clone());
+    let e = builder.build(&no_cc).expect_err("no compiler");
+    assert!(matches!(e, BuildError::Link(_)), "{e}");
+    assert!(e.to_string().contains("/nonexistent/scaletune-cc"), "{e}");
+    assert_eq!(builder.stats().failed, 2);
+}
+
+struct Panicking;
+
+impl Builder for Panicking {
+    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
+        panic!("builder bug on candidate {}", c.id)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_builds_in_parallel_and_catches_panics() {
+    let (w, t) = (workload("scale_add:N=100"), target("host"));
+    let pool = BuilderPool::new(Arc::new(LlvmBuilder::new()), 2);
+    let candidates: Vec<Candidate> = scale_add_traces()
+        .into_iter()
+        .enumerate()
+        .map(|(i, tr)| Candidate::new(i as u64, Arc::clone(&w), Arc::clone(&t), tr))
+        .collect();
+    let n = candidates.len();
+    let mut rx = pool.spawn(candidates);
+    let mut ids = Vec::new();
+    while let Some(o) = rx.recv().await {
+        let built = o.result.unwrap_or_else(|e| panic!("candidate {}: {e}", o.candidate.id));
+        assert_eq!(built.candidate, o.candidate.id);
+        assert!(o.build_s > 0.0);
+        ids.push(o.candidate.id);
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
+
+    let panicking = BuilderPool::new(Arc::new(Panicking), 1);
+    let o = panicking.build_one(Candidate::new(3, w, t, scale_add_traces()[0].clone())).await;
+    let e = o.result.expect_err("panics");
+    assert!(matches!(e, BuildError::Panic { .. }), "{e}");
+    assert!(e.to_string().contains("builder bug on candidate 3"), "{e}");
+}

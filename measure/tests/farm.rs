@@ -1,0 +1,278 @@
+//! The farm: a batch with crashing, hanging and wrong candidates, overlap of builders and runners, queueing vs timeouts, runner faults.
+//!
+//! Faulty kernels cannot come out of a valid schedule, so the candidates
+//! that crash, hang or compute a wrong result are hand-written C kernels
+//! compiled with clang-19 by `common::CraftedBuilder`; every other candidate
+//! is scheduled, lowered and compiled by the real `LlvmBuilder`.
+
+mod common;
+
+use async_trait::async_trait;
+use common::{matmul_traces, scale_add_c, scale_add_traces, target, trace, workload, CraftedBuilder};
+use scaletune_codegen::target::Target;
+use scaletune_measure::farm::EventKind;
+use scaletune_measure::runner::RunnerFault;
+use scaletune_measure::{
+    ArtifactCache, Built, Candidate, Farm, LlvmBuilder, NativeRunner, Runner, Status, TimingProtocol, VlMeasurement,
+};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn quick() -> TimingProtocol {
+    TimingProtocol { warmup: 1, number: 1, repeat: 3, min_repeat_ms: 2, flush_cache: false, pin_core: None }
+}
+
+fn natives(n: usize, protocol: TimingProtocol) -> Vec<Arc<dyn Runner>> {
+    (0..n)
+        .map(|i| Arc::new(NativeRunner::new(protocol.clone()).with_name(format!("native-{i}"))) as Arc<dyn Runner>)
+        .collect()
+}
+
+fn crafted(sources: &[(u64, String)]) -> CraftedBuilder {
+    CraftedBuilder { llvm: LlvmBuilder::new(), sources: sources.iter().cloned().collect() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_twenty_survives_a_crash_a_hang_and_a_wrong_result() {
+    const SEGV: u64 = 3;
+    const HANG: u64 = 8;
+    const WRONG: u64 = 14;
+    let host = target("host");
+    let cache_dir = tempfile::tempdir().expect("temp dir");
+    let llvm = LlvmBuilder::new().with_cache(ArtifactCache::new(cache_dir.path()).expect("cache"));
+    let sa = |n: usize| workload(&format!("scale_add:N={n}"));
+    let builder = CraftedBuilder {
+        llvm,
+        sources: HashMap::from([
+            (SEGV, scale_add_c(64, "*(volatile float *)(uintptr_t)16 = s;")),
+            (HANG, scale_add_c(64, "volatile int spin = 1; while (spin) {}")),
+            (WRONG, scale_add_c(64, "y[5] = -y[5] - 1.0f;")),
+        ]),
+    };
+    // 17 real schedules: scale_add at three sizes x 5 traces, and 2 tiled matmuls (`+=` kernels).
+    let mut real: Vec<(Arc<_>, _)> = Vec::new();
+    for n in [203, 1000, 4096] {
+        real.extend(scale_add_traces().into_iter().map(|tr| (sa(n), tr)));
+    }
+    let mm = workload("matmul:M=19,N=33,K=7");
+    real.extend(matmul_traces().into_iter().skip(1).map(|tr| (Arc::clone(&mm), tr)));
+    assert_eq!(real.len(), 17);
+    let mut real = real.into_iter();
+    let candidates: Vec<Candidate> = (0..20u64)
+        .map(|id| match id {
+            SEGV | HANG | WRONG => {
+                let c = Candidate::new(id, sa(64), Arc::clone(&host), scale_add_traces()[0].clone());
+                if id == HANG {
+                    c.with_timeout(Duration::from_millis(1500))
+                } else {
+                    c
+                }
+            }
+            _ => {
+                let (w, tr) = real.next().expect("17 real candidates");
+                Candidate::new(id, w, Arc::clone(&host), tr).with_timeout(Duration::from_secs(30))
+            }
+        })
+        .collect();
+
+    let farm = Farm::new(Arc::new(builder), 2, natives(2, quick()));
+    let mut batch = farm.submit(candidates);
+    let mut arrived = Vec::new();
+    while let Some(m) = batch.next().await {
+        arrived.push(m);
+    }
+    let report = batch.finish().await;
+    assert!(report.measurements.is_empty(), "everything was already streamed");
+    assert_eq!(arrived.len(), 20);
+    let mut ids: Vec<u64> = arrived.iter().map(|m| m.candidate).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..20).collect::<Vec<_>>());
+
+    for m in &arrived {
+        assert_eq!(m.runs.len(), 1, "{m:?}");
+        let run = &m.runs[0];
+        assert!(run.runner.starts_with("native-"), "{m:?}");
+        match m.candidate {
+            SEGV => {
+                assert_eq!(m.status, Status::RunError, "{m:?}");
+                assert!(m.message.contains("SIGSEGV"), "{}", m.message);
+            }
+            HANG => {
+                assert_eq!(m.status, Status::Timeout, "{m:?}");
+                assert!(m.message.contains("timed out after 1.5 s"), "{}", m.message);
+            }
+            WRONG => {
+                assert_eq!(m.status, Status::WrongResult, "{m:?}");
+                assert!(m.message.contains("first at flat index 5 = Y[5]"), "{}", m.message);
+            }
+            _ => {
+                assert_eq!(m.status, Status::Ok, "candidate {}: {}", m.candidate, m.message);
+                assert_eq!(m.artifact.len(), 64);
+                assert!(m.build_s > 0.0);
+                let t = run.timing.as_ref().expect("timed");
+                assert_eq!(t.repeats_s.len(), 3);
+                assert!(t.median_s > 0.0 && t.median_s < 0.01, "{t:?}");
+                assert!(t.repeats_s.iter().all(|&s| s > 0.0));
+            }
+        }
+    }
+
+    let tl = &report.timeline;
+    assert_eq!(tl.builds().len(), 20);
+    assert_eq!(tl.runs().len(), 20);
+    // Two runners busy at once, builds running while candidates run, and no
+    // slot left idle while a built candidate waited.
+    assert!(tl.max_concurrent_runs() >= 2, "{tl:#?}");
+    assert!(tl.build_run_overlap() > Duration::from_millis(50), "{:?}", tl.build_run_overlap());
+    assert!(tl.max_dispatch_delay() < Duration::from_millis(250), "{:?}", tl.max_dispatch_delay());
+    // The hang occupied one slot; the other runner kept working meanwhile.
+    let hang = tl.runs().into_iter().find(|s| s.candidate == HANG).expect("hang ran");
+    let during = tl.runs().iter().filter(|s| s.slot != hang.slot && s.start > hang.start && s.end < hang.end).count();
+    assert!(during >= 1, "{tl:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_in_the_queue_does_not_count_toward_the_timeout() {
+    // One slot; each run takes about 0.8 s (3 repeats of at least 250 ms,
+    // after calibration); the timeout is 2 s, and the last candidates wait
+    // in the queue for longer than that.
+    let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 3, min_repeat_ms: 250, ..quick() };
+    let (w, t) = (workload("scale_add:N=256"), target("host"));
+    let timeout = Duration::from_secs(2);
+    let sources: Vec<(u64, String)> = (0..6).map(|id| (id, scale_add_c(256, ""))).collect();
+    let candidates = (0..6)
+        .map(|id| {
+            Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone()).with_timeout(timeout)
+        })
+        .collect();
+    let farm = Farm::new(Arc::new(crafted(&sources)), 2, natives(1, protocol)).with_max_ahead(16);
+    let report = farm.measure(candidates).await;
+    assert_eq!(report.measurements.len(), 6);
+    for m in &report.measurements {
+        assert_eq!(m.status, Status::Ok, "candidate {}: {}", m.candidate, m.message);
+    }
+    let tl = &report.timeline;
+    let built_at: HashMap<u64, Duration> = tl.builds().iter().map(|s| (s.candidate, s.end)).collect();
+    let longest_wait = tl.runs().iter().map(|r| r.start - built_at[&r.candidate]).max().expect("runs");
+    assert!(longest_wait > timeout, "longest queue wait {longest_wait:?}");
+    assert_eq!(tl.max_concurrent_runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn build_errors_and_unrunnable_vector_lengths_are_results() {
+    let (w, host, sve) = (workload("scale_add:N=100"), target("host"), target("sve-generic"));
+    let vl = host.default_vl_bits[0];
+    let candidates = vec![
+        Candidate::new(0, Arc::clone(&w), Arc::clone(&host), trace("b = get_block(\"Nope\")\n")),
+        Candidate::new(1, Arc::clone(&w), Arc::clone(&sve), scale_add_traces()[1].clone()).with_vl_bits(vec![256]),
+        Candidate::new(2, Arc::clone(&w), Arc::clone(&host), scale_add_traces()[1].clone())
+            .with_vl_bits(vec![vl, 4096]),
+        Candidate::new(3, Arc::clone(&w), Arc::clone(&host), scale_add_traces()[1].clone()),
+        Candidate::new(3, Arc::clone(&w), Arc::clone(&host), scale_add_traces()[2].clone()),
+    ];
+    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, natives(1, quick()));
+    let report = farm.measure(candidates).await;
+    assert_eq!(report.measurements.len(), 5);
+    let bad = report.get(0).expect("0");
+    assert_eq!(bad.status, Status::BuildError);
+    assert!(bad.message.contains("Nope"), "{}", bad.message);
+    let sve_m = report.get(1).expect("1");
+    assert_eq!(sve_m.status, Status::RunError);
+    assert!(sve_m.message.contains("no runner accepts target `sve-generic` at VL 256"), "{}", sve_m.message);
+    assert!(report.timeline.of(1).iter().all(|e| e.kind == EventKind::Done), "never built");
+    let mixed = report.get(2).expect("2");
+    assert_eq!(
+        mixed.runs.iter().map(|r| (r.vl_bits, r.status)).collect::<Vec<_>>(),
+        [(vl, Status::Ok), (4096, Status::RunError)]
+    );
+    let threes: Vec<_> = report.measurements.iter().filter(|m| m.candidate == 3).collect();
+    assert_eq!(threes.len(), 2);
+    assert!(threes.iter().any(|m| m.status == Status::Ok));
+    assert!(threes.iter().any(|m| m.message.contains("duplicate candidate id 3")));
+}
+
+/// A runner that accepts host candidates but is gone: every run is a runner fault.
+struct Vanished(AtomicUsize);
+
+#[async_trait]
+impl Runner for Vanished {
+    fn name(&self) -> String {
+        "agent@gone".into()
+    }
+    fn accepts(&self, target: &Target, _vl_bits: u32) -> bool {
+        target.is_native()
+    }
+    async fn run(&self, _built: Arc<Built>, _vl_bits: &[u32]) -> Vec<VlMeasurement> {
+        unreachable!("the farm calls try_run")
+    }
+    async fn try_run(&self, _built: Arc<Built>, _vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Err(RunnerFault { runner: self.name(), message: "connection reset".into() })
+    }
+}
+
+/// A runner with a bug.
+struct Panicky;
+
+#[async_trait]
+impl Runner for Panicky {
+    fn name(&self) -> String {
+        "panicky".into()
+    }
+    fn accepts(&self, target: &Target, _vl_bits: u32) -> bool {
+        target.is_native()
+    }
+    async fn run(&self, built: Arc<Built>, _vl_bits: &[u32]) -> Vec<VlMeasurement> {
+        panic!("runner bug on candidate {}", built.candidate)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_disappears_hands_its_work_to_the_others() {
+    let (w, t) = (workload("scale_add:N=64"), target("host"));
+    let sources: Vec<(u64, String)> = (0..4).map(|id| (id, scale_add_c(64, ""))).collect();
+    let candidates: Vec<Candidate> =
+        (0..4).map(|id| Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone())).collect();
+    let vanished = Arc::new(Vanished(AtomicUsize::new(0)));
+    let mut runners: Vec<Arc<dyn Runner>> = vec![vanished.clone()];
+    runners.extend(natives(1, quick()));
+    let farm = Farm::new(Arc::new(crafted(&sources)), 2, runners);
+    let report = farm.measure(candidates.clone()).await;
+    assert_eq!(report.measurements.len(), 4);
+    for m in &report.measurements {
+        assert_eq!(m.status, Status::Ok, "{m:?}");
+        assert_eq!(m.runs[0].runner, "native-0");
+    }
+    assert_eq!(vanished.0.load(Ordering::Relaxed), 1, "taken out of the batch after its first fault");
+    assert_eq!(report.timeline.events.iter().filter(|e| e.kind == EventKind::RunnerFault).count(), 1);
+
+    // With no other runner left, the work fails with the runner's fault, and the batch still ends.
+    let alone = Farm::new(Arc::new(crafted(&sources)), 1, vec![Arc::new(Vanished(AtomicUsize::new(0)))]);
+    let report = alone.measure(candidates.clone()).await;
+    assert_eq!(report.measurements.len(), 4);
+    for m in &report.measurements {
+        assert_eq!(m.status, Status::RunError);
+        assert!(m.message.contains("no runner left") && m.message.contains("connection reset"), "{}", m.message);
+    }
+
+    // A panicking runner is a run error of that run, not a dead batch.
+    let buggy = Farm::new(Arc::new(crafted(&sources)), 1, vec![Arc::new(Panicky)]);
+    let report = buggy.measure(candidates).await;
+    assert_eq!(report.measurements.len(), 4);
+    for m in &report.measurements {
+        assert_eq!(m.status, Status::RunError);
+        assert!(m.message.contains("runner panicky panicked"), "{}", m.message);
+    }
+}
+
+#[test]
+fn measure_blocking_needs_no_runtime() {
+    let (w, t) = (workload("matmul:M=8,N=20,K=5"), target("host"));
+    let c = Candidate::new(0, w, t, matmul_traces()[1].clone());
+    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, natives(1, quick()));
+    let report = farm.measure_blocking(vec![c]).expect("runtime");
+    assert_eq!(report.measurements[0].status, Status::Ok, "{:?}", report.measurements[0]);
+}
