@@ -139,7 +139,11 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
             let _ = writeln!(out, "    {:>10}  {}", size, t.trace.insts[*i]);
         }
     }
-    let _ = writeln!(out, "space size: {} decision combinations in all (an upper bound on distinct schedules)", space.size());
+    let _ = writeln!(
+        out,
+        "space size: {} decision combinations in all (an upper bound on distinct schedules)",
+        space.size()
+    );
 
     let mut rng = task_rng(a.seed, 0);
     let mut samples = Vec::new();
@@ -165,11 +169,20 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
             *tails.entry(t).or_insert(0) += 1;
         }
         let ks = categorical_choices(&s.trace, "kind");
-        let kind = ks.first().cloned().unwrap_or_else(|| target.vector_kinds().first().map(|k| k.0.clone()).unwrap_or_default());
+        let kind = ks
+            .first()
+            .cloned()
+            .unwrap_or_else(|| target.vector_kinds().first().map(|k| k.0.clone()).unwrap_or_default());
         *kinds.entry(kind).or_insert(0) += 1;
     }
-    let _ = writeln!(out, "samples: {} drawn with seed {}, {} rejected draws{}", samples.len(), a.seed, rejected,
-        if failures_to_sample > 0 { format!(", {failures_to_sample} could not be drawn") } else { String::new() });
+    let _ = writeln!(
+        out,
+        "samples: {} drawn with seed {}, {} rejected draws{}",
+        samples.len(),
+        a.seed,
+        rejected,
+        if failures_to_sample > 0 { format!(", {failures_to_sample} could not be drawn") } else { String::new() }
+    );
     count_line(&mut out, "vectorized tiles:", &tiles);
     count_line(&mut out, "sampled tails:", &tails);
     count_line(&mut out, "vector kinds:", &kinds);
@@ -186,8 +199,17 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
             }
         }
         failed += failures.len();
-        let how = if a.qemu { "interpreter at vscale 1, 2, 4 and compiled at the target's vector lengths" } else { "interpreter at vscale 1, 2, 4" };
-        let _ = writeln!(out, "check ({how}): {} passed, {} failed", samples.len() - failures.len(), failures.len() + failures_to_sample);
+        let how = if a.qemu {
+            "interpreter at vscale 1, 2, 4 and compiled at the target's vector lengths"
+        } else {
+            "interpreter at vscale 1, 2, 4"
+        };
+        let _ = writeln!(
+            out,
+            "check ({how}): {} passed, {} failed",
+            samples.len() - failures.len(),
+            failures.len() + failures_to_sample
+        );
         for f in failures.iter().take(20) {
             let _ = writeln!(out, "{f}");
         }
