@@ -10,6 +10,7 @@ mod common;
 use async_trait::async_trait;
 use common::{matmul_traces, scale_add_c, scale_add_traces, target, trace, workload, CraftedBuilder};
 use scaletune_codegen::target::Target;
+use scaletune_measure::builder::{BuildError, Builder};
 use scaletune_measure::farm::EventKind;
 use scaletune_measure::runner::RunnerFault;
 use scaletune_measure::{
@@ -17,7 +18,7 @@ use scaletune_measure::{
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn quick() -> TimingProtocol {
@@ -133,25 +134,38 @@ async fn a_batch_of_twenty_survives_a_crash_a_hang_and_a_wrong_result() {
     assert!(during >= 1, "{tl:#?}");
 }
 
+/// Hands out harnesses built before the batch, so that every build ends at once.
+struct Prebuilt(Mutex<HashMap<u64, Built>>);
+
+impl Builder for Prebuilt {
+    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
+        self.0.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness for {}", c.id)))
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_in_the_queue_does_not_count_toward_the_timeout() {
-    // One slot; each run takes about 0.8 s (3 repeats of at least 250 ms,
-    // after calibration); the timeout is 2 s, and the last candidates wait
-    // in the queue for longer than that.
-    let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 3, min_repeat_ms: 250, ..quick() };
+    // One slot; each run is five calls of a kernel that sleeps 100 ms (the
+    // checked call and 4 repeats of one call), so about 0.5 s whatever the
+    // load; the timeout is 2 s; all seven candidates are built at once, so
+    // the last ones wait in the queue for longer than their timeout.
+    let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 4, min_repeat_ms: 0, ..quick() };
     let (w, t) = (workload("scale_add:N=256"), target("host"));
     let timeout = Duration::from_secs(2);
-    let sources: Vec<(u64, String)> = (0..6).map(|id| (id, scale_add_c(256, ""))).collect();
-    let candidates = (0..6)
+    let object_source = scale_add_c(256, "usleep(100000);");
+    let built = (0..7).map(|id| (id, common::crafted_built(id, &w, &t, &object_source, timeout))).collect();
+    let candidates = (0..7)
         .map(|id| {
             Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone()).with_timeout(timeout)
         })
         .collect();
-    let farm = Farm::new(Arc::new(crafted(&sources)), 2, natives(1, protocol)).with_max_ahead(16);
+    let farm = Farm::new(Arc::new(Prebuilt(Mutex::new(built))), 2, natives(1, protocol)).with_max_ahead(16);
     let report = farm.measure(candidates).await;
-    assert_eq!(report.measurements.len(), 6);
+    assert_eq!(report.measurements.len(), 7);
     for m in &report.measurements {
         assert_eq!(m.status, Status::Ok, "candidate {}: {}", m.candidate, m.message);
+        let median = m.runs[0].timing.as_ref().expect("timed").median_s;
+        assert!(median > 0.09 && median < 1.0, "{median}");
     }
     let tl = &report.timeline;
     let built_at: HashMap<u64, Duration> = tl.builds().iter().map(|s| (s.candidate, s.end)).collect();

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use scaletune::commands::{check, compile, info};
+use scaletune::commands::{check, compile, info, measure};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -93,6 +93,8 @@ enum Command {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// Build a schedule and measure it (native timing, QEMU instruction counts, or remote agents).
+    Measure(measure::MeasureArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
@@ -138,6 +140,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 seed,
                 timeout: Duration::from_secs(timeout),
             })?;
+            print!("{}", outcome.report);
+            return Ok(outcome.passed);
+        }
+        Command::Measure(args) => {
+            let outcome = measure::run(&args)?;
             print!("{}", outcome.report);
             return Ok(outcome.passed);
         }

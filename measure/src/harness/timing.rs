@@ -12,7 +12,8 @@
 //! too short to extrapolate from, then scaling with a 5 % margin) so that
 //! one repeat lasts at least `M` ms, and finally times `R` repeats of `N`
 //! calls each with `CLOCK_MONOTONIC`. With `--flush-cache` it writes a buffer
-//! of `max(64 MiB, 2 x L3)` before every repeat; with `--pin-core` it pins
+//! of `max(64 MiB, 2 x L3)` before every repeat (so only the first call of
+//! each repeat starts with cold caches); with `--pin-core` it pins
 //! itself to that CPU before reading its inputs. The report, printed on
 //! stdout once all repeats are done (no I/O between repeats):
 //!

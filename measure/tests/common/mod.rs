@@ -73,6 +73,7 @@ pub fn scale_add_c(n: usize, extra: &str) -> String {
     format!(
         r#"
 #include <stdint.h>
+#include <unistd.h>
 #define N {n}
 static int calls;
 void kernel(float *a, float *b, float *y, float s) {{

@@ -3,3 +3,4 @@
 pub mod check;
 pub mod compile;
 pub mod info;
+pub mod measure;

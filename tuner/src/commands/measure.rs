@@ -1,0 +1,279 @@
+//! `scaletune measure`: build one schedule, run it on a runner (native, QEMU or remote agents), print the figures and the verdict.
+
+use crate::pipeline::{load_workload, PipelineError, Schedule};
+use anyhow::{bail, Context};
+use scaletune_codegen::target::Target;
+use scaletune_measure::{
+    ArtifactCache, Candidate, Farm, LlvmBuilder, Measurement, NativeRunner, Runner, Status, TimingProtocol,
+    VlMeasurement,
+};
+use scaletune_space::trace::Trace;
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the candidate runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunnerKind {
+    /// This machine, timed with the timing protocol.
+    Native,
+    /// QEMU user mode: instruction counts and estimated cycles, not time.
+    Qemu,
+    /// The agents listed in the farm file, on real machines.
+    Remote,
+}
+
+impl RunnerKind {
+    fn name(self) -> &'static str {
+        match self {
+            RunnerKind::Native => "native",
+            RunnerKind::Qemu => "qemu",
+            RunnerKind::Remote => "remote",
+        }
+    }
+}
+
+/// Options of `measure`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct MeasureArgs {
+    /// Workload: `NAME`, `NAME:P=V,...` or a TOML file.
+    pub workload: String,
+    /// Target name or TOML file.
+    #[arg(long, short)]
+    pub target: String,
+    /// Schedule (trace text or JSON); without it, the unscheduled loop nest.
+    #[arg(long, short)]
+    pub schedule: Option<PathBuf>,
+    /// Runner [default: native for targets that run on this machine, else qemu].
+    #[arg(long, value_enum)]
+    pub runner: Option<RunnerKind>,
+    /// Vector lengths in bits (comma-separated); default: the target's.
+    #[arg(long, value_delimiter = ',')]
+    pub vl: Vec<u32>,
+    /// Farm file listing remote agents (for `--runner remote`).
+    #[arg(long)]
+    pub farm: Option<PathBuf>,
+    /// Untimed calls before the repeats.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    /// Timed repeats.
+    #[arg(long, default_value_t = 7)]
+    pub repeat: u32,
+    /// Kernel calls per repeat (raised so that a repeat lasts --min-repeat-ms).
+    #[arg(long, default_value_t = 1)]
+    pub number: u32,
+    /// Minimum duration of one repeat in milliseconds.
+    #[arg(long, default_value_t = 20)]
+    pub min_repeat_ms: u32,
+    /// Write a buffer larger than the last-level cache before every repeat
+    /// (only each repeat's first call starts cold: add `--number 1
+    /// --min-repeat-ms 0` to time cold calls only).
+    #[arg(long)]
+    pub flush_cache: bool,
+    /// Pin the measured process to this CPU.
+    #[arg(long)]
+    pub pin_core: Option<u32>,
+    /// Seed of the generated inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Timeout of each run in seconds (the run only, not the build).
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Directory of the artifact cache [default: scaletune-artifacts in the temporary directory].
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+    /// Always compile, neither reading nor writing the artifact cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+impl MeasureArgs {
+    /// The timing protocol the options describe.
+    pub fn protocol(&self) -> TimingProtocol {
+        TimingProtocol {
+            warmup: self.warmup,
+            number: self.number,
+            repeat: self.repeat,
+            min_repeat_ms: self.min_repeat_ms,
+            flush_cache: self.flush_cache,
+            pin_core: self.pin_core,
+        }
+    }
+}
+
+/// The outcome of `measure`: the report and whether the candidate is ok.
+pub struct MeasureOutcome {
+    /// Human-readable report.
+    pub report: String,
+    /// True if it built, ran and matched the reference at every vector length.
+    pub passed: bool,
+    /// The measurement itself.
+    pub measurement: Measurement,
+}
+
+/// The runners of a kind.
+fn runners(kind: RunnerKind, args: &MeasureArgs) -> anyhow::Result<Vec<Arc<dyn Runner>>> {
+    match kind {
+        RunnerKind::Native => {
+            scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
+            Ok(vec![Arc::new(NativeRunner::new(args.protocol()))])
+        }
+        RunnerKind::Qemu | RunnerKind::Remote => bail!("runner {} is not available yet", kind.name()),
+    }
+}
+
+/// Builds the candidate, runs it at every requested vector length and reports.
+pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
+    let w = load_workload(&args.workload)?;
+    let t = Target::load(&args.target).map_err(PipelineError::from)?;
+    for vl in &args.vl {
+        t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
+    }
+    let trace = match &args.schedule {
+        Some(p) => Schedule::from_file(p)?.trace,
+        None => Trace::default(),
+    };
+    let kind = args.runner.unwrap_or(if t.is_native() { RunnerKind::Native } else { RunnerKind::Qemu });
+    if args.farm.is_some() && kind != RunnerKind::Remote {
+        bail!("--farm lists remote agents; it needs --runner remote");
+    }
+    let runners = runners(kind, args)?;
+    let vls = if args.vl.is_empty() { t.default_vl_bits.clone() } else { args.vl.clone() };
+    for vl in &vls {
+        if !runners.iter().any(|r| r.accepts(&t, *vl)) {
+            let hint =
+                if kind == RunnerKind::Native && !t.is_native() { " (emulated target: use --runner qemu)" } else { "" };
+            bail!("runner {} cannot run target `{}` at VL {vl}{hint}", kind.name(), t.name);
+        }
+    }
+
+    let mut builder = LlvmBuilder::new().with_seed(args.seed);
+    if !args.no_cache {
+        let dir = args.cache_dir.clone().unwrap_or_else(ArtifactCache::default_dir);
+        let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
+        builder = builder.with_cache(cache);
+    }
+    let builder = Arc::new(builder);
+    let candidate = Candidate::new(0, Arc::new(w.clone()), Arc::new(t.clone()), trace)
+        .with_vl_bits(vls)
+        .with_timeout(Duration::from_secs(args.timeout));
+    let farm = Farm::new(builder.clone(), 1, runners);
+    let report = farm.measure_blocking(vec![candidate])?;
+    let Some(m) = report.measurements.into_iter().next() else { bail!("the farm returned no measurement") };
+
+    let mut out = String::new();
+    let sched = args.schedule.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "unscheduled".into());
+    let _ = writeln!(
+        out,
+        "{} on {} ({}), schedule {sched}, runner {}",
+        w.reference(),
+        t.name,
+        t.vector_summary(),
+        kind.name()
+    );
+    if m.status == Status::BuildError {
+        let _ = writeln!(out, "  build: FAILED after {:.2} s\n    {}", m.build_s, m.message.replace('\n', "\n    "));
+    } else {
+        let from = if builder.stats().cache_hits > 0 { "from the artifact cache" } else { "compiled" };
+        let short = m.artifact.get(..12).unwrap_or("-");
+        let _ = writeln!(out, "  build: {:.2} s, artifact {short} ({from})", m.build_s);
+        if m.runs.iter().any(|r| r.timing.is_some()) {
+            let _ = writeln!(out, "  timing: {}", describe_protocol(&args.protocol()));
+        }
+        for r in &m.runs {
+            out.push_str(&describe_run(r));
+        }
+    }
+    let passed = m.status == Status::Ok;
+    if passed {
+        let _ = writeln!(out, "verdict: ok");
+    } else {
+        let _ = writeln!(out, "verdict: {}", m.status.name());
+    }
+    Ok(MeasureOutcome { report: out, passed, measurement: m })
+}
+
+fn describe_protocol(p: &TimingProtocol) -> String {
+    let mut s = format!(
+        "{} warm-up calls, {} repeats of >= {} calls lasting >= {} ms each, CLOCK_MONOTONIC",
+        p.warmup, p.repeat, p.number, p.min_repeat_ms
+    );
+    if p.flush_cache {
+        s.push_str(", caches flushed before every repeat");
+    }
+    if let Some(c) = p.pin_core {
+        let _ = write!(s, ", pinned to CPU {c}");
+    }
+    s
+}
+
+/// Seconds in the unit that suits them.
+pub fn format_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        format!("{s}")
+    } else if s < 1e-6 {
+        format!("{:.1} ns", s * 1e9)
+    } else if s < 1e-3 {
+        format!("{:.3} us", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+fn describe_run(r: &VlMeasurement) -> String {
+    let mut s = format!("  VL {:>4}: {:<12}", r.vl_bits, r.status.name());
+    if let Some(t) = &r.timing {
+        let _ = write!(
+            s,
+            " median {}/call, spread {:.1} % ({} repeats x {} calls)",
+            format_seconds(t.median_s),
+            t.spread * 100.0,
+            t.repeats_s.len(),
+            t.number
+        );
+    }
+    if let Some(e) = &r.emulated {
+        let _ = write!(s, " instructions {}", e.instructions);
+        match e.est_cycles {
+            Some(c) => {
+                let _ = write!(s, ", estimated cycles {c:.0} (llvm-mca model)");
+            }
+            None => s.push_str(", estimated cycles n/a (no llvm-mca model)"),
+        }
+    }
+    if r.max_abs_err.is_finite() {
+        let _ = write!(s, ", max |error| {:.2e}", r.max_abs_err);
+    }
+    let _ = writeln!(s, " [{}]", r.runner);
+    if let Some(t) = &r.timing {
+        let each: Vec<String> = t.repeats_s.iter().map(|&x| format_seconds(x)).collect();
+        let _ = writeln!(s, "            repeats (per call): {}", each.join(", "));
+    }
+    if let Some(e) = &r.emulated {
+        let _ = writeln!(
+            s,
+            "            emulation time {:.3} s (QEMU wall time: emulation, not kernel time)",
+            e.emulation_wall_s
+        );
+    }
+    if r.status != Status::Ok && !r.message.is_empty() {
+        let _ = writeln!(s, "            {}", r.message.replace('\n', "\n            "));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_get_a_unit() {
+        assert_eq!(format_seconds(2.5e-9), "2.5 ns");
+        assert_eq!(format_seconds(1.25e-5), "12.500 us");
+        assert_eq!(format_seconds(0.02), "20.000 ms");
+        assert_eq!(format_seconds(3.0), "3.000 s");
+    }
+}

@@ -1,0 +1,90 @@
+//! End-to-end tests of `scaletune measure` on this machine: figures, verdicts, exit codes, the artifact cache.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn scaletune(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn native_measurement_prints_every_repeat_and_reuses_the_artifact() {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let dir = cache.path().to_str().expect("utf-8 path");
+    let args = [
+        "measure",
+        "matmul:M=37,N=45,K=11",
+        "--target",
+        "host",
+        "--schedule",
+        "configs/schedules/matmul_tiled.trace",
+        "--repeat",
+        "3",
+        "--min-repeat-ms",
+        "2",
+        "--cache-dir",
+        dir,
+    ];
+    let o = scaletune(&args);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("runner native"), "{t}");
+    assert!(t.contains("(compiled)"), "{t}");
+    assert!(t.contains("3 repeats of >= 1 calls lasting >= 2 ms each"), "{t}");
+    let vl_line = t.lines().find(|l| l.trim_start().starts_with("VL ")).expect("a VL line");
+    assert!(vl_line.contains(": ok") && vl_line.contains("median ") && vl_line.contains("spread "), "{t}");
+    assert!(vl_line.contains("(3 repeats x "), "{t}");
+    let repeats = t.lines().find(|l| l.contains("repeats (per call):")).expect("the repeats");
+    assert_eq!(repeats.matches(" us").count() + repeats.matches(" ns").count() + repeats.matches(" ms").count(), 3);
+    assert!(t.trim_end().ends_with("verdict: ok"), "{t}");
+
+    let o = scaletune(&args);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("(from the artifact cache)"), "{t}");
+}
+
+#[test]
+fn a_schedule_that_does_not_apply_is_a_build_error_with_exit_status_1() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sched = dir.path().join("bad.trace");
+    std::fs::write(&sched, "b = get_block(\"Y\")\ni = get_loops(b)\nunroll(q)\n").expect("write");
+    let o = scaletune(&[
+        "measure",
+        "scale_add:N=50",
+        "--target",
+        "host",
+        "--schedule",
+        sched.to_str().expect("utf-8"),
+        "--no-cache",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("build: FAILED") && t.contains("`q` is not defined"), "{t}");
+    assert!(t.trim_end().ends_with("verdict: build_error"), "{t}");
+}
+
+#[test]
+fn impossible_requests_are_errors_with_exit_status_2() {
+    for (args, expect) in [
+        (vec!["--target", "sve-generic", "--runner", "native"], "use --runner qemu"),
+        (vec!["--target", "host", "--repeat", "0"], "repeat must be in 1..=1000"),
+        (vec!["--target", "host", "--farm", "farm.toml"], "--farm lists remote agents"),
+        (vec!["--target", "host", "--vl", "96"], "cannot run at a vector length of 96 bits"),
+    ] {
+        let mut all = vec!["measure", "scale_add:N=50"];
+        all.extend(&args);
+        let o = scaletune(&all);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(expect), "{args:?}: {t}");
+    }
+}
