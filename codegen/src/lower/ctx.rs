@@ -66,6 +66,19 @@ pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
     let mut nest = nest.clone();
     nest.decompose_all_inits();
     let vscale_const = nest.caps.fixed_vscale().map(i64::from);
+    // A vector loop of one fixed lane is a plain loop.
+    for l in nest.all_loops() {
+        if matches!(nest.loop_(l).kind, scaletune_space::ir::LoopKind::Vectorize(_)) {
+            let ext = simplify(nest.extent(l), &nest);
+            let ext = match vscale_const {
+                Some(v) => simplify(&ext.with_vscale(v), &nest),
+                None => ext,
+            };
+            if ext == Expr::Int(1) {
+                nest.loop_mut(l).kind = scaletune_space::ir::LoopKind::Serial;
+            }
+        }
+    }
     let tails = TailPlan::build(&nest, vscale_const);
     let accs = AccPlan::build(&nest);
     let lane_reduced: Vec<BlockId> = accs.vloop.keys().copied().collect();
