@@ -1,8 +1,10 @@
 # scaletune — set-up and everyday commands. See README.md.
 
-# Debian packages the project needs (LLVM 19 for code generation, cross
-# toolchains and QEMU user mode for running AArch64 / RISC-V kernels).
-APT_PACKAGES := llvm-19-dev lld-19 clang-19 qemu-user \
+# Debian packages the project needs (LLVM 19 for code generation, llvm-mca-19
+# and llvm-objdump-19 for estimated cycles, cross toolchains and QEMU user mode
+# for running AArch64 / RISC-V kernels; the QEMU runner's TCG plugin is built
+# on first use with the system C compiler, else clang-19).
+APT_PACKAGES := llvm-19-dev llvm-19 lld-19 clang-19 qemu-user \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
 	gcc-riscv64-linux-gnu libc6-dev-riscv64-cross \
 	libopenblas-dev protobuf-compiler zlib1g-dev libzstd-dev

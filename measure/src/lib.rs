@@ -2,7 +2,7 @@
 //!
 //! A [`Candidate`] (workload + target + trace) is built by a [`Builder`]
 //! ([`LlvmBuilder`]: schedule, lower, LLVM, link; objects cached by content
-//! hash) into a [`Built`] harness, which a [`Runner`] ([`NativeRunner`], ...)
+//! hash) into a [`Built`] harness, which a [`Runner`] ([`NativeRunner`], [`QemuRunner`], ...)
 //! checks and measures. The [`Farm`] overlaps builders and runners for a
 //! batch and streams back one [`Measurement`] per candidate.
 //!
@@ -39,6 +39,7 @@
 
 pub mod builder;
 pub mod candidate;
+pub mod emulation;
 pub mod farm;
 pub mod harness;
 pub mod protocol;
@@ -54,5 +55,6 @@ pub use harness::{
 pub use protocol::TimingProtocol;
 pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
 pub use runner::native::NativeRunner;
+pub use runner::qemu::{QemuRunner, VlPolicy};
 pub use runner::{Built, Runner};
 pub use scaletune_space::reference::Comparison;

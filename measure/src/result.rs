@@ -67,11 +67,22 @@ impl Timing {
 /// nothing about real performance and is kept only as `emulation_wall_s`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Emulated {
-    /// Dynamic instructions executed inside the kernel's address range.
+    /// Dynamic instructions executed inside the kernel's address range (one
+    /// call; functions the kernel calls are outside the range).
     pub instructions: u64,
-    /// Sum over the kernel's basic blocks of executions x llvm-mca block
-    /// throughput (cycles) for the target's CPU model, if a model exists.
+    /// Sum over the kernel's executed blocks of executions x llvm-mca cycles
+    /// per execution for the target's CPU model (see
+    /// [`crate::emulation::estimate`]), if a model exists and accepts every
+    /// executed block.
     pub est_cycles: Option<f64>,
+    /// Why `est_cycles` is `None` (no model, an instruction llvm-mca cannot
+    /// model such as SME's, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub est_cycles_note: Option<String>,
+    /// Instructions executed by the whole emulated process (driver, libc,
+    /// loader and kernel), for scale.
+    #[serde(default)]
+    pub process_instructions: u64,
     /// Wall time of the emulated process (emulation time, not kernel time).
     pub emulation_wall_s: f64,
 }

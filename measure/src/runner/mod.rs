@@ -7,6 +7,7 @@ use scaletune_codegen::target::Target;
 use std::sync::Arc;
 
 pub mod native;
+pub mod qemu;
 
 /// A candidate ready to run: its linked harness (driver + kernel + inputs +
 /// reference) and the content hash of its artifact.

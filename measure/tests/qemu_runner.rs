@@ -1,0 +1,193 @@
+//! The QEMU runner: the instruction-count plugin under qemu-aarch64 and qemu-riscv64, kernel-only counts across vector lengths, estimated cycles, faults.
+
+mod common;
+
+use common::{crafted_built, scale_add_c, target, trace, workload};
+use scaletune_codegen::target::Target;
+use scaletune_measure::emulation::plugin::plugin_library;
+use scaletune_measure::{
+    Built, Candidate, CheckRequest, Harness, LlvmBuilder, QemuRunner, Runner, Status, VlMeasurement, VlPolicy,
+};
+use scaletune_space::trace::Trace;
+use scaletune_space::workload::Workload;
+use std::sync::Arc;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The tiled matmul of the README: 4 unrolled rows, a `4*vscale` vector of columns, predicated tail.
+const MATMUL_TILED: &str = "b = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+    i0, i1 = split(i, factors=[None, 4])\nj0, j1 = split(j, factors=[None, 4*vscale])\n\
+    reorder(i0, j0, k, i1, j1)\nunroll(i1)\nvectorize(j1, tail=\"predicate\")\n";
+
+fn with_kind(kind: &str, body: &str) -> Trace {
+    trace(&format!("use_vectors(\"{kind}\")\n{body}"))
+}
+
+/// Builds a candidate with the LLVM builder.
+fn llvm_built(w: &Arc<Workload>, t: &Arc<Target>, tr: Trace) -> Built {
+    let c = Candidate::new(0, Arc::clone(w), Arc::clone(t), tr).with_timeout(TIMEOUT);
+    use scaletune_measure::Builder;
+    LlvmBuilder::new().build(&c).unwrap_or_else(|e| panic!("build: {e}"))
+}
+
+fn instructions(m: &VlMeasurement) -> u64 {
+    assert_eq!(m.status, Status::Ok, "VL {}: {}", m.vl_bits, m.message);
+    m.emulated.as_ref().unwrap_or_else(|| panic!("VL {}: no emulated metrics", m.vl_bits)).instructions
+}
+
+#[test]
+fn plugin_builds_and_loads_under_qemu_aarch64_and_riscv64() {
+    let lib = plugin_library().expect("the plugin builds");
+    assert!(lib.is_file(), "{}", lib.display());
+    let w = workload("scale_add:N=1000");
+    for name in ["sve-generic", "rvv"] {
+        let t = target(name);
+        let built = crafted_built(0, &w, &t, &scale_add_c(1000, ""), TIMEOUT);
+        let vl = t.default_vl_bits[0];
+        let m = QemuRunner::new().measure(&built, vl);
+        assert_eq!(m.status, Status::Ok, "{name}: {}", m.message);
+        assert_eq!(m.runner, "qemu");
+        let e = m.emulated.expect("emulated metrics");
+        // A loop over 1000 elements (clang may vectorize it).
+        assert!(e.instructions >= 200 && e.instructions < 20_000, "{name}: {e:?}");
+        assert!(e.process_instructions > e.instructions, "{name}: {e:?}");
+        assert!(e.emulation_wall_s > 0.0);
+        assert!(m.timing.is_none(), "emulation reports no timing");
+    }
+}
+
+#[test]
+fn counts_are_deterministic_and_exclude_the_driver() {
+    let w = workload("scale_add:N=1000");
+    let t = target("sve-generic");
+    let built = crafted_built(0, &w, &t, &scale_add_c(1000, ""), TIMEOUT);
+    let runner = QemuRunner::new();
+    let (a, pa) = runner.profile(&built, 256);
+    let (b, pb) = runner.profile(&built, 256);
+    assert_eq!(instructions(&a), instructions(&b));
+    assert_eq!(a.emulated.as_ref().map(|e| e.est_cycles), b.emulated.as_ref().map(|e| e.est_cycles));
+    let (pa, pb) = (pa.expect("a profile"), pb.expect("a profile"));
+    assert_eq!(pa.counts.blocks, pb.counts.blocks);
+    assert_eq!(pa.counts.bias, 0, "static executables run at their link-time addresses");
+
+    // A kernel that returns at once: its outputs are wrong, its count is its `ret`.
+    let empty = "void kernel(float *a, float *b, float *y, float s) { (void)a; (void)b; (void)y; (void)s; }";
+    let built = crafted_built(1, &w, &t, empty, TIMEOUT);
+    let m = runner.measure(&built, 256);
+    assert_eq!(m.status, Status::WrongResult, "{}", m.message);
+    let e = m.emulated.expect("a completed run keeps its counts");
+    assert!(e.instructions <= 2, "{e:?}");
+    assert!(e.process_instructions > 10_000, "the driver runs many more: {e:?}");
+}
+
+#[test]
+fn scalable_counts_fall_as_vl_rises_and_neon_counts_stay() {
+    let w = workload("matmul:M=32,N=64,K=16");
+    let vls = [128, 256, 512];
+    let runner = QemuRunner::new();
+    // Length-agnostic SVE on sve-generic.
+    let sve = llvm_built(&w, &target("sve-generic"), trace(MATMUL_TILED));
+    let counts: Vec<u64> = runner.measure_all(&sve, &vls).iter().map(instructions).collect();
+    assert!(counts[0] > counts[1] && counts[1] > counts[2], "{counts:?}");
+    assert!(counts[0] as f64 > 1.6 * counts[1] as f64, "about halves per doubling: {counts:?}");
+
+    // NEON code (compiled for the `neon` target) run on an SVE machine at each VL.
+    let neon_t = target("neon");
+    let c = Candidate::new(0, Arc::clone(&w), Arc::clone(&neon_t), trace(MATMUL_TILED));
+    let (_, object) = LlvmBuilder::new().object(&c).expect("NEON object");
+    let sve_t = target("sve-generic");
+    let req = CheckRequest {
+        workload: &w,
+        target: &sve_t,
+        object: &object,
+        symbol: "scaletune_matmul",
+        vl_bits: vls.to_vec(),
+        seed: 1,
+        timeout: TIMEOUT,
+        work_dir: None,
+    };
+    let neon =
+        Built { candidate: 1, artifact: "neon".into(), harness: Harness::build(&req).expect("harness"), build_s: 0.0 };
+    let counts: Vec<u64> = runner.measure_all(&neon, &vls).iter().map(instructions).collect();
+    assert!(counts.iter().all(|&c| c == counts[0]), "{counts:?}");
+}
+
+#[test]
+fn neoverse_v1_runs_length_agnostic_code_at_other_vls_and_estimates_cycles() {
+    let w = workload("matmul:M=32,N=64,K=16");
+    let t = target("neoverse-v1");
+    let runner = QemuRunner::new();
+    assert!(runner.accepts(&t, 128) && runner.accepts(&t, 512) && !runner.accepts(&t, 4096));
+    let strict = QemuRunner::new().with_vl_policy(VlPolicy::Target);
+    assert!(strict.accepts(&t, 256) && !strict.accepts(&t, 512));
+
+    let vla = llvm_built(&w, &t, with_kind("sve-vla", MATMUL_TILED));
+    let ms = runner.measure_all(&vla, &[128, 256, 512]);
+    let counts: Vec<u64> = ms.iter().map(instructions).collect();
+    assert!(counts[0] > counts[1] && counts[1] > counts[2], "{counts:?}");
+    for m in &ms {
+        let e = m.emulated.as_ref().expect("metrics");
+        let cycles = e.est_cycles.unwrap_or_else(|| panic!("VL {}: no estimate: {:?}", m.vl_bits, e.est_cycles_note));
+        assert!(cycles > 0.0 && e.est_cycles_note.is_none(), "{e:?}");
+    }
+    let cycles: Vec<f64> = ms.iter().filter_map(|m| m.emulated.as_ref()?.est_cycles).collect();
+    assert!(cycles[0] > cycles[2], "{cycles:?}");
+
+    let neon = llvm_built(&w, &t, with_kind("neon", MATMUL_TILED));
+    let counts: Vec<u64> = runner.measure_all(&neon, &[128, 256, 512]).iter().map(instructions).collect();
+    assert!(counts.iter().all(|&c| c == counts[0]), "{counts:?}");
+
+    let refused = strict.measure(&vla, 512);
+    assert_eq!(refused.status, Status::RunError);
+    assert!(refused.message.contains("cannot run `neoverse-v1` at VL 512"), "{}", refused.message);
+}
+
+#[test]
+fn no_model_or_an_unmodelled_instruction_gives_no_estimate() {
+    let w = workload("scale_add:N=256");
+    let mut t = (*target("sve-generic")).clone();
+    t.mca_cpu = None;
+    let built = crafted_built(0, &w, &t, &scale_add_c(256, ""), TIMEOUT);
+    let m = QemuRunner::new().measure(&built, 128);
+    assert_eq!(m.status, Status::Ok, "{}", m.message);
+    let e = m.emulated.expect("metrics");
+    assert!(e.instructions > 0 && e.est_cycles.is_none(), "{e:?}");
+    assert!(e.est_cycles_note.as_deref().is_some_and(|n| n.contains("no llvm-mca model")), "{e:?}");
+
+    // SME's streaming mode: QEMU runs it, llvm-mca has no model for it.
+    let t = target("sve-generic");
+    let sme = scale_add_c(256, "__asm__ volatile(\".arch_extension sme\\n smstart\\n zero {za}\\n smstop\\n\");");
+    let built = crafted_built(1, &w, &t, &sme, TIMEOUT);
+    let m = QemuRunner::new().measure(&built, 128);
+    assert_eq!(m.status, Status::Ok, "{}", m.message);
+    let e = m.emulated.expect("metrics");
+    assert!(e.instructions > 0 && e.est_cycles.is_none(), "{e:?}");
+    let note = e.est_cycles_note.unwrap_or_default();
+    assert!(note.contains("cannot be modelled") && note.contains("llvm-mca"), "{note}");
+}
+
+#[test]
+fn a_crash_is_a_run_error_and_host_code_can_be_emulated() {
+    let w = workload("scale_add:N=256");
+    let t = target("sve-generic");
+    let crash = scale_add_c(256, "*(volatile float *)0 = 1.0f;");
+    let built = crafted_built(0, &w, &t, &crash, TIMEOUT);
+    let m = QemuRunner::new().measure(&built, 128);
+    assert_eq!(m.status, Status::RunError, "{}", m.message);
+    assert!(m.message.contains("SIGSEGV"), "{}", m.message);
+    assert!(m.emulated.is_none());
+
+    // Native code is refused by the default runner and run by the host-emulating one (PIE, dynamic).
+    let host = Arc::new(scaletune_measure::emulation::emulable_host_target(&target("host")));
+    let built = crafted_built(1, &w, &host, &scale_add_c(256, ""), TIMEOUT);
+    let vl = host.default_vl_bits[0];
+    assert!(!QemuRunner::new().accepts(&host, vl));
+    let runner = QemuRunner::emulating_host();
+    assert!(runner.accepts(&host, vl));
+    let (m, profile) = runner.profile(&built, vl);
+    assert_eq!(m.status, Status::Ok, "{}", m.message);
+    let e = m.emulated.expect("metrics");
+    assert!(e.instructions > 0 && e.est_cycles.is_some_and(|c| c > 0.0), "{e:?}");
+    assert!(profile.expect("profile").range.position_independent);
+}
