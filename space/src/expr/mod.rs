@@ -153,12 +153,12 @@ impl Expr {
         }
     }
 
-    /// Replaces variables for which `f` returns an expression.
-    pub fn substitute(&self, f: &dyn Fn(VarId) -> Option<Expr>) -> Expr {
-        let bx = |e: &Expr| Box::new(e.substitute(f));
+    /// Rebuilds the expression bottom-up, replacing every leaf (`Int`,
+    /// `Var`, `VScale`) for which `f` returns an expression.
+    pub fn map_leaves(&self, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
+        let bx = |e: &Expr| Box::new(e.map_leaves(f));
         match self {
-            Expr::Var(v) => f(*v).unwrap_or(Expr::Var(*v)),
-            Expr::Int(_) | Expr::VScale => self.clone(),
+            Expr::Int(_) | Expr::Var(_) | Expr::VScale => f(self).unwrap_or_else(|| self.clone()),
             Expr::Add(a, b) => Expr::Add(bx(a), bx(b)),
             Expr::Sub(a, b) => Expr::Sub(bx(a), bx(b)),
             Expr::Mul(a, b) => Expr::Mul(bx(a), bx(b)),
@@ -167,26 +167,21 @@ impl Expr {
             Expr::CeilDiv(a, b) => Expr::CeilDiv(bx(a), bx(b)),
             Expr::Min(a, b) => Expr::Min(bx(a), bx(b)),
             Expr::Max(a, b) => Expr::Max(bx(a), bx(b)),
-            Expr::Load(t, idx) => Expr::Load(*t, idx.iter().map(|i| i.substitute(f)).collect()),
+            Expr::Load(t, idx) => Expr::Load(*t, idx.iter().map(|i| i.map_leaves(f)).collect()),
         }
+    }
+
+    /// Replaces variables for which `f` returns an expression.
+    pub fn substitute(&self, f: &dyn Fn(VarId) -> Option<Expr>) -> Expr {
+        self.map_leaves(&|e| match e {
+            Expr::Var(v) => f(*v),
+            _ => None,
+        })
     }
 
     /// Replaces `vscale` by a constant.
     pub fn with_vscale(&self, vscale: i64) -> Expr {
-        let bx = |e: &Expr| Box::new(e.with_vscale(vscale));
-        match self {
-            Expr::VScale => Expr::Int(vscale),
-            Expr::Int(_) | Expr::Var(_) => self.clone(),
-            Expr::Add(a, b) => Expr::Add(bx(a), bx(b)),
-            Expr::Sub(a, b) => Expr::Sub(bx(a), bx(b)),
-            Expr::Mul(a, b) => Expr::Mul(bx(a), bx(b)),
-            Expr::FloorDiv(a, b) => Expr::FloorDiv(bx(a), bx(b)),
-            Expr::FloorMod(a, b) => Expr::FloorMod(bx(a), bx(b)),
-            Expr::CeilDiv(a, b) => Expr::CeilDiv(bx(a), bx(b)),
-            Expr::Min(a, b) => Expr::Min(bx(a), bx(b)),
-            Expr::Max(a, b) => Expr::Max(bx(a), bx(b)),
-            Expr::Load(t, idx) => Expr::Load(*t, idx.iter().map(|i| i.with_vscale(vscale)).collect()),
-        }
+        self.map_leaves(&|e| matches!(e, Expr::VScale).then_some(Expr::Int(vscale)))
     }
 }
 

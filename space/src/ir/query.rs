@@ -155,26 +155,19 @@ impl Nest {
 
     /// Loop variables that appear in the bindings of reduction iterators.
     pub fn reduction_loop_vars(&self, b: BlockId) -> Vec<VarId> {
-        let blk = self.block(b);
-        let mut out = Vec::new();
-        for (it, e) in blk.iters.iter().zip(&blk.bindings) {
-            if it.kind == AxisKind::Reduce {
-                for v in e.vars() {
-                    if !out.contains(&v) {
-                        out.push(v);
-                    }
-                }
-            }
-        }
-        out
+        self.loop_vars_of(b, AxisKind::Reduce)
     }
 
     /// Loop variables that appear in the bindings of spatial iterators.
     pub fn spatial_loop_vars(&self, b: BlockId) -> Vec<VarId> {
+        self.loop_vars_of(b, AxisKind::Spatial)
+    }
+
+    fn loop_vars_of(&self, b: BlockId, kind: AxisKind) -> Vec<VarId> {
         let blk = self.block(b);
         let mut out = Vec::new();
         for (it, e) in blk.iters.iter().zip(&blk.bindings) {
-            if it.kind == AxisKind::Spatial {
+            if it.kind == kind {
                 for v in e.vars() {
                     if !out.contains(&v) {
                         out.push(v);

@@ -27,6 +27,7 @@ impl WorkloadRule for Parallel {
             let name = s.probe.block(first).name.clone();
             let Some((brv, bid)) = s.get_block(&name) else { continue };
             let loops = s.get_loops(&brv, bid);
+            let variable = s.scalable_derived_loops();
             let mut chain: Vec<String> = Vec::new();
             // An upper bound of the fused extent under any decisions: the
             // product of the spatial iteration extents of the first block.
@@ -42,6 +43,7 @@ impl WorkloadRule for Parallel {
                 let lp = s.probe.loop_(*l);
                 let var = lp.var;
                 let eligible = lp.kind == LoopKind::Serial
+                    && !variable.contains(l)
                     && s.probe.extent(*l).as_int().is_some_and(|e| e >= 1)
                     && s.probe.blocks_in(Node::Loop(*l)).iter().all(|b| {
                         // No reduction across iterations, and no two iterations

@@ -91,6 +91,34 @@ impl State {
         outs.into_iter().zip(loops).collect()
     }
 
+    /// Loops whose extent may depend on sampled decisions through vscale
+    /// (created by splits whose factors come from a scalable or mixed tiling,
+    /// or from a fuse of such loops).
+    pub fn scalable_derived_loops(&self) -> Vec<LoopId> {
+        let mut scalable_rvs: Vec<String> = Vec::new();
+        let mut out = Vec::new();
+        for inst in &self.trace.insts {
+            match inst {
+                Inst::SampleMixedTile { outs, .. } | Inst::SampleScalableTile { outs, .. } => {
+                    scalable_rvs.extend(outs.iter().cloned())
+                }
+                Inst::Split { outs, factors, .. } => {
+                    let derived = factors
+                        .iter()
+                        .any(|f| matches!(f, Some(crate::trace::TExpr::Rv(n)) if scalable_rvs.contains(n)));
+                    if derived {
+                        out.extend(outs.iter().filter_map(|o| match self.env.get(o) {
+                            Some(Rv::Loop(l)) => Some(*l),
+                            _ => None,
+                        }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
     /// The loops the block does not share with other blocks (innermost part
     /// of its ancestors), with their names.
     pub fn own_loops(&mut self, b: &str, block: BlockId) -> Vec<(String, LoopId)> {
