@@ -191,3 +191,48 @@ fn a_crash_is_a_run_error_and_host_code_can_be_emulated() {
     assert!(e.instructions > 0 && e.est_cycles.is_some_and(|c| c > 0.0), "{e:?}");
     assert!(profile.expect("profile").range.position_independent);
 }
+
+#[test]
+fn a_farm_feeds_the_qemu_runner_and_gets_counts_per_vl() {
+    use common::{scale_add_traces, CraftedBuilder};
+    use scaletune_measure::Farm;
+    use std::collections::HashMap;
+    let w = workload("scale_add:N=1000");
+    let t = target("sve-generic");
+    let traces = scale_add_traces();
+    let n = traces.len() as u64;
+    let mut candidates: Vec<Candidate> = traces
+        .into_iter()
+        .enumerate()
+        .map(|(i, tr)| {
+            Candidate::new(i as u64, Arc::clone(&w), Arc::clone(&t), tr)
+                .with_vl_bits(vec![128, 512])
+                .with_timeout(TIMEOUT)
+        })
+        .collect();
+    candidates.push(
+        Candidate::new(n, Arc::clone(&w), Arc::clone(&t), Trace::default())
+            .with_vl_bits(vec![128, 512])
+            .with_timeout(TIMEOUT),
+    );
+    let builder = CraftedBuilder {
+        llvm: LlvmBuilder::new(),
+        sources: HashMap::from([(n, scale_add_c(1000, "*(volatile float *)0 = 1.0f;"))]),
+    };
+    let runner: Arc<dyn Runner> = Arc::new(QemuRunner::new().with_slots(2));
+    let farm = Farm::new(Arc::new(builder), 1, vec![runner]);
+    let report = farm.measure_blocking(candidates).expect("the farm runs");
+    for id in 0..n {
+        let m = report.get(id).expect("every candidate is reported");
+        assert_eq!(m.status, Status::Ok, "candidate {id}: {}", m.message);
+        let counts: Vec<u64> = m.runs.iter().map(instructions).collect();
+        assert_eq!(m.runs.iter().map(|r| r.vl_bits).collect::<Vec<_>>(), [128, 512]);
+        // Scalable vectors (traces 1 to 3) need far fewer instructions at 512 bits.
+        if (1..=3).contains(&id) {
+            assert!(counts[0] > 2 * counts[1], "candidate {id}: {counts:?}");
+        }
+    }
+    let crash = report.get(n).expect("the crashing candidate is reported");
+    assert_eq!(crash.status, Status::RunError, "{}", crash.message);
+    assert!(crash.runs.iter().all(|r| r.status == Status::RunError && r.message.contains("SIGSEGV")));
+}
