@@ -236,3 +236,31 @@ fn a_farm_feeds_the_qemu_runner_and_gets_counts_per_vl() {
     assert_eq!(crash.status, Status::RunError, "{}", crash.message);
     assert!(crash.runs.iter().all(|r| r.status == Status::RunError && r.message.contains("SIGSEGV")));
 }
+
+#[test]
+fn block_costs_are_kept_on_disk() {
+    use scaletune_measure::emulation::CycleEstimator;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let w = workload("scale_add:N=500");
+    let t = target("sve-generic");
+    let built = crafted_built(0, &w, &t, &scale_add_c(500, ""), TIMEOUT);
+    let est = |runner: QemuRunner| runner.measure(&built, 256).emulated.and_then(|e| e.est_cycles);
+    let first = Arc::new(CycleEstimator::new().with_disk_cache(dir.path()));
+    let a = est(QemuRunner::new().with_estimator(first));
+    let files: Vec<_> = std::fs::read_dir(dir.path()).expect("cache dir").flatten().collect();
+    assert_eq!(files.len(), 1, "one file per kernel and model");
+    let second = Arc::new(CycleEstimator::new().with_disk_cache(dir.path()));
+    assert!(a.is_some() && a == est(QemuRunner::new().with_estimator(second)), "{a:?}");
+    // A fresh estimator prices from the file: doubled costs there, doubled estimate here.
+    let path = files[0].path();
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
+    for cost in json["blocks"].as_object_mut().expect("blocks").values_mut() {
+        let c = &mut cost["Ok"]["cycles"];
+        *c = serde_json::json!(c.as_f64().expect("cycles") * 2.0);
+    }
+    std::fs::write(&path, json.to_string()).expect("write");
+    let third = Arc::new(CycleEstimator::new().with_disk_cache(dir.path()));
+    let doubled = est(QemuRunner::new().with_estimator(third)).expect("estimate");
+    assert!((doubled - 2.0 * a.unwrap_or_default()).abs() < 1e-6, "{doubled} vs {a:?}");
+}

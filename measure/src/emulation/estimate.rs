@@ -84,6 +84,11 @@ impl CycleEstimator {
         CycleEstimator::default()
     }
 
+    /// `scaletune-mca` under the system's temporary directory.
+    pub fn default_dir() -> PathBuf {
+        std::env::temp_dir().join("scaletune-mca")
+    }
+
     /// Also keeps block costs in `dir` (one JSON file per kernel and model).
     pub fn with_disk_cache(mut self, dir: impl Into<PathBuf>) -> CycleEstimator {
         self.disk = Some(dir.into());
