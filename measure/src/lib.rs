@@ -37,10 +37,13 @@
 //!
 //! [`Workload::arg_tensors`]: scaletune_space::workload::Workload::arg_tensors
 
+pub mod agent;
 pub mod builder;
 pub mod candidate;
+pub mod dispatch;
 pub mod emulation;
 pub mod farm;
+pub mod farm_config;
 pub mod harness;
 pub mod protocol;
 pub mod result;
@@ -56,5 +59,6 @@ pub use protocol::TimingProtocol;
 pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
 pub use runner::native::NativeRunner;
 pub use runner::qemu::{QemuRunner, VlPolicy};
+pub use runner::remote::RemoteRunner;
 pub use runner::{Built, Runner};
 pub use scaletune_space::reference::Comparison;

@@ -245,6 +245,37 @@ mod tests {
     use crate::workload::load;
     use crate::VectorCaps;
 
+    fn rejection_reasons(
+        reference: &str,
+        caps: VectorCaps,
+        kinds: Vec<(String, VectorCaps)>,
+    ) -> std::collections::BTreeMap<String, usize> {
+        let w = load(reference).expect("loads");
+        let nest = Nest::from_workload(&w, caps).with_kinds(kinds);
+        let space = DesignSpace::generate(&nest);
+        let mut rng = task_rng(3, 0);
+        let mut errors = std::collections::BTreeMap::new();
+        for _ in 0..200 {
+            let k = rng.gen_range(0..space.traces.len());
+            let mut n = space.nest.clone();
+            if let Err(e) = space.traces[k].trace.sample(&mut n, &mut rng) {
+                *errors.entry(e.message.clone()).or_insert(0) += 1;
+            }
+        }
+        errors
+    }
+
+    #[test]
+    fn gather_workloads_rarely_reject_draws() {
+        let rvv = VectorCaps::scalable(64, 128, 1024);
+        let kinds = vec![
+            ("rvv-vla".to_string(), rvv.clone()),
+            ("rvv-128".to_string(), VectorCaps { vscale_values: vec![2], ..rvv.clone() }),
+        ];
+        let errors = rejection_reasons("paged_read", rvv, kinds);
+        assert!(errors.values().sum::<usize>() < 20, "{errors:#?}");
+    }
+
     #[test]
     fn rejected_draws_are_rare() {
         let w = load("matmul:M=256,N=256,K=256").expect("loads");

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use scaletune::commands::{check, compile, info, measure};
+use scaletune::commands::{agent, check, compile, info, measure};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -95,6 +95,8 @@ enum Command {
     },
     /// Build a schedule and measure it (native timing, QEMU instruction counts, or remote agents).
     Measure(measure::MeasureArgs),
+    /// Serve this machine to remote runners: run authenticated clients' candidates with the timing protocol.
+    Agent(agent::AgentArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
@@ -143,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             print!("{}", outcome.report);
             return Ok(outcome.passed);
         }
+        Command::Agent(args) => agent::run(&args)?,
         Command::Measure(args) => {
             let outcome = measure::run(&args)?;
             print!("{}", outcome.report);

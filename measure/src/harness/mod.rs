@@ -22,10 +22,12 @@
 mod build;
 mod check;
 mod driver;
-mod run;
+mod remote_judge;
+pub(crate) mod run;
 pub mod timing;
 
 pub use driver::driver_source;
+pub use remote_judge::{ExternalRun, ProcessEnding};
 pub use timing::{driver_args as timing_args, parse_timing, TimingError};
 
 use build::{build_executable, write_file, INPUT_FILE};

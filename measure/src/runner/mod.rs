@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 pub mod native;
 pub mod qemu;
+pub mod remote;
 
 /// A candidate ready to run: its linked harness (driver + kernel + inputs +
 /// reference) and the content hash of its artifact.

@@ -1,5 +1,6 @@
 //! The `scaletune` subcommands.
 
+pub mod agent;
 pub mod check;
 pub mod compile;
 pub mod info;

@@ -1,0 +1,80 @@
+//! Running one artifact on the agent: a private directory, the executable, and one child process per vector length.
+//!
+//! Each artifact gets a fresh directory (mode 0700, removed afterwards)
+//! holding `driver` (mode 0700), `input.bin` and, per run, `out-VL.bin`. Each
+//! vector length is one child process started with the driver's timing
+//! options, a cleared environment, the directory as its working directory
+//! and stdin closed, killed at its timeout (the same process code as the
+//! native runner: `harness::run::run_with_timeout`). The timeout starts when
+//! the child is spawned, never while the request waited for a slot.
+
+use super::api::{RunRequest, VlRun};
+use crate::harness::run::{run_with_timeout, Ending};
+use crate::harness::ProcessEnding;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// How often a spawn that hit `ETXTBSY` is retried (a concurrent fork in the
+/// agent may briefly hold the just-written executable open).
+const TEXT_BUSY_RETRIES: u32 = 20;
+
+/// Writes `bytes` to a new file with `mode`.
+fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Runs the request's executable at each vector length (blocking). An `Err`
+/// is a failure of the agent (its disk), not of the candidate.
+pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<VlRun>, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("scaletune-agent-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a private directory: {e}"))?;
+    let driver = dir.path().join("driver");
+    let input = dir.path().join("input.bin");
+    write_new(&driver, &req.executable, 0o700)?;
+    write_new(&input, &req.input, 0o600)?;
+    let timeout = Duration::from_millis(req.timeout_ms);
+    let mut runs = Vec::with_capacity(req.vl_bits.len());
+    for &vl in &req.vl_bits {
+        let output = dir.path().join(format!("out-{vl}.bin"));
+        let mut attempt = 0;
+        let raw = loop {
+            let mut cmd = Command::new(&driver);
+            cmd.arg(&input)
+                .arg(&output)
+                .args(driver_args)
+                .current_dir(dir.path())
+                .env_clear()
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                .env("LC_ALL", "C");
+            let raw = run_with_timeout(cmd, timeout);
+            let text_busy = matches!(&raw.ending, Ending::Failed(m) if m.contains("os error 26"));
+            if !text_busy || attempt >= TEXT_BUSY_RETRIES {
+                break raw;
+            }
+            attempt += 1;
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let bytes = std::fs::read(&output).ok();
+        let _ = std::fs::remove_file(&output);
+        runs.push(VlRun {
+            vl_bits: vl,
+            ending: ProcessEnding::from_ending(&raw.ending),
+            stdout: raw.stdout,
+            stderr: raw.stderr,
+            output: bytes,
+            wall_s: raw.wall_time.as_secs_f64(),
+        });
+    }
+    Ok(runs)
+}

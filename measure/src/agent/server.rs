@@ -1,0 +1,234 @@
+//! The agent's HTTP server: routes, the run handler with its slots, serving plain or TLS, and the blocking entry of the CLI.
+
+use super::api::{AgentInfo, ApiError, RunRequest, RunResponse, TargetDesc, API_VERSION, INFO_PATH, RUN_PATH};
+use super::auth::{require_token, Token};
+use super::{check_machine, exec, host_desc, AgentConfig, AgentError, TlsIdentity};
+use crate::harness::timing_args;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{middleware, Json, Router};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Longest per-run timeout an agent accepts.
+const MAX_RUN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// How long a stopping agent lets requests in flight finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// A configured agent, ready to serve.
+#[derive(Clone, Debug)]
+pub struct Agent {
+    state: Arc<AgentState>,
+}
+
+#[derive(Debug)]
+struct AgentState {
+    info: AgentInfo,
+    token: Token,
+    slots: Arc<Semaphore>,
+    runs_started: AtomicU64,
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(ApiError { error: message.into() })).into_response()
+}
+
+impl Agent {
+    /// Checks the configuration against this machine and prepares the agent.
+    pub fn new(config: &AgentConfig) -> Result<Agent, AgentError> {
+        check_machine(&config.target)?;
+        let t = &config.target;
+        let slots = config.slots.max(1);
+        let info = AgentInfo {
+            agent_version: env!("CARGO_PKG_VERSION").to_string(),
+            api_version: API_VERSION,
+            target: TargetDesc {
+                name: t.name.clone(),
+                triple: t.triple.clone(),
+                cpu: t.cpu.clone(),
+                features: t.features.clone(),
+            },
+            vl_bits: config.resolved_vl_bits()?,
+            slots,
+            host: host_desc(),
+        };
+        let state = AgentState {
+            info,
+            token: config.token.clone(),
+            slots: Arc::new(Semaphore::new(slots)),
+            runs_started: AtomicU64::new(0),
+        };
+        Ok(Agent { state: Arc::new(state) })
+    }
+
+    /// What `GET /info` answers.
+    pub fn info(&self) -> &AgentInfo {
+        &self.state.info
+    }
+
+    /// Artifacts this agent has started running (each after authentication).
+    pub fn runs_started(&self) -> u64 {
+        self.state.runs_started.load(Ordering::Relaxed)
+    }
+
+    /// The routes, behind the token check.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route(INFO_PATH, get(info))
+            .route(RUN_PATH, post(run))
+            .layer(DefaultBodyLimit::max(super::api::MAX_REQUEST_BYTES))
+            .layer(middleware::from_fn_with_state(self.state.token.clone(), require_token))
+            .with_state(Arc::clone(&self.state))
+    }
+
+    /// Serves on `listener` (HTTPS with `tls`) until `shutdown` completes,
+    /// then lets requests in flight finish for up to 30 s.
+    pub async fn serve(
+        self,
+        listener: std::net::TcpListener,
+        tls: Option<TlsIdentity>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), AgentError> {
+        let io = |what: &str| {
+            let what = what.to_string();
+            move |source| AgentError::Io { what, source }
+        };
+        listener.set_nonblocking(true).map_err(io("configuring the listener"))?;
+        let handle = axum_server::Handle::new();
+        let stopper = handle.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            stopper.graceful_shutdown(Some(SHUTDOWN_GRACE));
+        });
+        let app = self.router().into_make_service_with_connect_info::<SocketAddr>();
+        match tls {
+            Some(identity) => {
+                let config = identity.rustls_config()?;
+                axum_server::from_tcp_rustls(listener, config).handle(handle).serve(app).await
+            }
+            None => axum_server::from_tcp(listener).handle(handle).serve(app).await,
+        }
+        .map_err(io("serving"))
+    }
+}
+
+async fn info(State(state): State<Arc<AgentState>>) -> Json<AgentInfo> {
+    Json(state.info.clone())
+}
+
+async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) -> Response {
+    if req.vl_bits.is_empty() {
+        return error(StatusCode::BAD_REQUEST, "no vector lengths to run at");
+    }
+    if let Some(vl) = req.vl_bits.iter().find(|vl| !state.info.vl_bits.contains(vl)) {
+        let offered = format!("{:?}", state.info.vl_bits);
+        return error(StatusCode::BAD_REQUEST, format!("this agent does not run at VL {vl} (it offers {offered})"));
+    }
+    let timeout = Duration::from_millis(req.timeout_ms);
+    if timeout.is_zero() || timeout > MAX_RUN_TIMEOUT {
+        return error(StatusCode::BAD_REQUEST, format!("timeout_ms {} is out of range", req.timeout_ms));
+    }
+    let driver_args = match timing_args(&req.protocol) {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let queued = Instant::now();
+    let wait = Duration::from_millis(req.queue_timeout_ms);
+    let permit = match tokio::time::timeout(wait, Arc::clone(&state.slots).acquire_owned()).await {
+        Ok(Ok(p)) => p,
+        Ok(Err(_)) => return error(StatusCode::SERVICE_UNAVAILABLE, "the agent is shutting down"),
+        Err(_) => {
+            let msg = format!("no free slot within {:.1} s", wait.as_secs_f64());
+            return error(StatusCode::SERVICE_UNAVAILABLE, msg);
+        }
+    };
+    let queued_s = queued.elapsed().as_secs_f64();
+    state.runs_started.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(
+        "run {}: {} byte executable at VL {:?} (waited {queued_s:.3} s for a slot)",
+        req.label,
+        req.executable.len(),
+        req.vl_bits
+    );
+    let label = req.label.clone();
+    // The permit moves into the blocking task: if the client goes away, the
+    // slot stays taken until the child has really ended.
+    let joined = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        exec::execute(&req, &driver_args)
+    })
+    .await;
+    match joined {
+        Ok(Ok(runs)) => {
+            let endings: Vec<String> = runs.iter().map(|r| format!("{}: {:?}", r.vl_bits, r.ending)).collect();
+            tracing::info!("run {label} done: {}", endings.join(", "));
+            let hostname = state.info.host.hostname.clone();
+            Json(RunResponse { hostname, queued_s, runs }).into_response()
+        }
+        Ok(Err(why)) => {
+            tracing::error!("run {label}: {why}");
+            error(StatusCode::INTERNAL_SERVER_ERROR, why)
+        }
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("the run task failed: {e}")),
+    }
+}
+
+/// Runs an agent until Ctrl-C or SIGTERM: binds `config.listen`, loads the
+/// TLS identity if any, and serves on a tokio runtime of its own. For the
+/// `scaletune agent` command.
+pub fn run_blocking(config: &AgentConfig) -> Result<(), AgentError> {
+    let agent = Agent::new(config)?;
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(TlsIdentity::from_pem_files(cert, key)?),
+        None => None,
+    };
+    let listener = std::net::TcpListener::bind(config.listen)
+        .map_err(|source| AgentError::Io { what: format!("cannot listen on {}", config.listen), source })?;
+    let addr = listener.local_addr().unwrap_or(config.listen);
+    if tls.is_none() && !addr.ip().is_loopback() {
+        tracing::warn!("listening on {addr} without TLS: the token and artifacts cross the network in clear");
+    }
+    let info = agent.info();
+    tracing::info!(
+        "scaletune agent {} listening on {}://{addr}: target {} ({}, {}), VL {:?}, {} slot(s), host {} ({})",
+        info.agent_version,
+        if tls.is_some() { "https" } else { "http" },
+        info.target.name,
+        info.target.triple,
+        info.target.cpu,
+        info.vl_bits,
+        info.slots,
+        info.host.hostname,
+        info.host.cpu_model
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| AgentError::Io { what: "starting the runtime".into(), source })?;
+    rt.block_on(async move {
+        let stop = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let sigterm = async {
+                match term.as_mut() {
+                    Some(t) => {
+                        t.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = sigterm => {}
+            }
+            tracing::info!("stopping: letting runs in flight finish");
+        };
+        agent.serve(listener, tls, stop).await
+    })
+}

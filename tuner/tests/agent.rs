@@ -1,0 +1,97 @@
+//! `scaletune agent` as a real process: it serves its info to the token only, measures a candidate for a farm on another runtime, and its death is a runner fault.
+
+use scaletune_codegen::target::Target;
+use scaletune_measure::agent::Token;
+use scaletune_measure::runner::remote::{AgentEndpoint, RemoteError};
+use scaletune_measure::{Candidate, Farm, LlvmBuilder, RemoteRunner, Runner, Status, TimingProtocol};
+use scaletune_space::trace::parse_trace;
+use scaletune_space::workload::load;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+/// Kills the agent process when the test ends, however it ends.
+struct AgentProcess(Child);
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `scaletune agent` on an ephemeral loopback port; returns the process and its URL.
+fn start_agent(token_file: &std::path::Path) -> (AgentProcess, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--slots", "2", "--token-file"])
+        .arg(token_file)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start scaletune agent");
+    let stderr = child.stderr.take().expect("stderr");
+    let process = AgentProcess(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let url = rest.split(':').take(3).collect::<Vec<_>>().join(":");
+                let _ = tx.send(url);
+            }
+        }
+    });
+    let url = rx.recv_timeout(Duration::from_secs(60)).expect("the agent says where it listens");
+    (process, url)
+}
+
+fn quick() -> TimingProtocol {
+    TimingProtocol { warmup: 1, number: 1, repeat: 3, min_repeat_ms: 2, flush_cache: false, pin_core: None }
+}
+
+#[test]
+fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).expect("write token");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (mut agent, url) = start_agent(&token_file);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let token = Token::new(TOKEN).expect("token");
+
+    let wrong = Token::new("fedcba9876543210fedcba9876543210").expect("token");
+    let refused = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, wrong), quick());
+    assert!(matches!(refused, Err(RemoteError::Unauthorized { .. })), "{refused:?}");
+
+    // Connected on one runtime, used by the farm on another.
+    let runner = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token.clone()), quick()).expect("up");
+    assert_eq!((runner.info().target.name.as_str(), runner.info().slots), ("host", 2));
+    let host = Arc::new(Target::load("host").expect("host"));
+    let w = Arc::new(load("scale_add:N=1000").expect("workload"));
+    let trace = parse_trace(
+        "b = get_block(\"Y\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[None, 4*vscale])\nvectorize(i1, tail=\"predicate\")\n",
+    )
+    .expect("trace");
+    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, vec![Arc::new(runner.clone()) as Arc<dyn Runner>]);
+    let candidate = Candidate::new(0, w, host, trace);
+    let report = farm.measure_blocking(vec![candidate.clone()]).expect("runtime");
+    let m = &report.measurements[0];
+    assert_eq!(m.status, Status::Ok, "{m:?}");
+    assert_eq!(m.runs[0].runner, "agent@p");
+    assert_eq!(m.runs[0].timing.as_ref().expect("timed").repeats_s.len(), 3);
+
+    // A dead agent process: connecting fails, and so does every run, as a fault of the runner.
+    agent.0.kill().expect("kill the agent");
+    let _ = agent.0.wait();
+    let report = farm.measure_blocking(vec![candidate]).expect("runtime");
+    let m = &report.measurements[0];
+    assert_eq!(m.status, Status::RunError, "{m:?}");
+    assert!(m.message.contains("no runner left") && m.message.contains("agent@p"), "{}", m.message);
+    let gone = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token), quick());
+    assert!(matches!(gone, Err(RemoteError::Unreachable { .. })), "{gone:?}");
+}
