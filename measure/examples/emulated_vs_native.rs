@@ -235,7 +235,7 @@ fn main() {
             );
             let _ = writeln!(
                 csv,
-                "{},{i},{:e},{:e},{:.4},{},{:.1},{:.1}",
+                "\"{}\",{i},{:e},{:e},{:.4},{},{:.1},{:.1}",
                 row.workload,
                 row.native_s,
                 row.native_min_s,

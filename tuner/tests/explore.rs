@@ -42,7 +42,16 @@ fn matmul_on_neoverse_v1_covers_every_tile_kind_tail_and_vector_kind_determinist
     assert!(r.contains("rules applied: vector-kind, multi-level-tiling"), "{r}");
     assert!(r.contains("sample_mixed_tile"), "{r}");
     assert!(r.contains("space size:"), "{r}");
-    let other = scaletune(&["explore", "matmul:M=256,N=256,K=256", "--target", "neoverse-v1", "--samples", "200", "--seed", "2"]);
+    let other = scaletune(&[
+        "explore",
+        "matmul:M=256,N=256,K=256",
+        "--target",
+        "neoverse-v1",
+        "--samples",
+        "200",
+        "--seed",
+        "2",
+    ]);
     assert_ne!(a.stdout, other.stdout, "another seed, other samples");
 }
 
@@ -90,6 +99,7 @@ fn written_traces_replay_with_compile_and_check() {
     let first = dir.path().join("sample_000.trace");
     let text = std::fs::read_to_string(&first).expect("trace written");
     assert!(text.contains("decision="), "{text}");
-    let o = scaletune(&["check", "paged_read:P=21", "--target", "sve-generic", "--schedule", &first.display().to_string()]);
+    let o =
+        scaletune(&["check", "paged_read:P=21", "--target", "sve-generic", "--schedule", &first.display().to_string()]);
     assert!(o.status.success(), "{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
 }
