@@ -4,8 +4,10 @@
 //! it, an assignment stores to it. Loops are preheader/header/body/latch
 //! blocks with a hidden SSA counter (the loop register receives the counter
 //! at the top of each iteration); `if` statements are then/else/merge blocks.
+//! Parallel loops are outlined into functions of their own (`parallel.rs`).
 
 use super::context::{cstring, Context, IrBuilder, Module};
+use super::outline::{self, Usage};
 use super::types::{elem_align, Types};
 use super::LlvmError;
 use crate::target::Target;
@@ -46,6 +48,16 @@ pub(crate) fn emit_kernel(
         LLVMSetLinkage(func, LLVMLinkage::LLVMExternalLinkage);
         func
     };
+    let usage = Usage::of(prog, &prog.body);
+    let mut private_locals = vec![false; prog.buffers.len()];
+    for s in outline::outermost_parallel(&prog.body) {
+        let Stmt::Loop { body, .. } = s else { continue };
+        let inside = Usage::of(prog, body);
+        for (i, buf) in prog.buffers.iter().enumerate() {
+            let local = matches!(buf.kind, BufKind::Local { .. });
+            private_locals[i] |= local && inside.accesses[i] > 0 && inside.accesses[i] == usage.accesses[i];
+        }
+    }
     let mut em = Emitter {
         prog,
         target,
@@ -56,6 +68,10 @@ pub(crate) fn emit_kernel(
         func,
         regs: Vec::with_capacity(prog.regs.len()),
         bufs: vec![ptr::null_mut(); prog.buffers.len()],
+        usage,
+        private_locals,
+        n_outlined: 0,
+        outlined: false,
     };
     em.add_attributes()?;
     em.prologue()?;
@@ -73,15 +89,24 @@ pub(crate) struct Emitter<'a> {
     pub(crate) module: LLVMModuleRef,
     pub(crate) b: LLVMBuilderRef,
     pub(crate) t: Types,
-    func: LLVMValueRef,
-    /// One alloca per register.
-    regs: Vec<LLVMValueRef>,
-    /// Base pointer of each buffer (parameter or entry-block alloca).
-    bufs: Vec<LLVMValueRef>,
+    /// The function being emitted (the kernel or an outlined parallel body).
+    pub(crate) func: LLVMValueRef,
+    /// One alloca per register (null for registers the function does not use).
+    pub(crate) regs: Vec<LLVMValueRef>,
+    /// Base pointer of each buffer (parameter or entry-block alloca; null if unused).
+    pub(crate) bufs: Vec<LLVMValueRef>,
+    /// Register reads and buffer accesses of the whole kernel.
+    pub(crate) usage: Usage,
+    /// Local buffers allocated by an outlined parallel body instead of the kernel.
+    pub(crate) private_locals: Vec<bool>,
+    /// Parallel loops outlined so far (names `<kernel>.par.<k>`).
+    pub(crate) n_outlined: u32,
+    /// True while emitting an outlined body (nested parallel loops run serially).
+    pub(crate) outlined: bool,
 }
 
 impl Emitter<'_> {
-    fn enum_attr(&self, name: &str, value: u64) -> Result<LLVMAttributeRef, LlvmError> {
+    pub(crate) fn enum_attr(&self, name: &str, value: u64) -> Result<LLVMAttributeRef, LlvmError> {
         // SAFETY: `name` points to `name.len()` valid bytes; the context is alive.
         unsafe {
             let kind = LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len());
@@ -108,6 +133,41 @@ impl Emitter<'_> {
     /// Function attributes (`target-cpu`, `target-features`, `nounwind`,
     /// `vscale_range` on scalable targets) and parameter attributes.
     fn add_attributes(&self) -> Result<(), LlvmError> {
+        let fn_attrs = self.function_attributes()?;
+        let mut param_attrs = Vec::new();
+        for (i, p) in self.prog.params.iter().enumerate() {
+            if let Param::Tensor(buf) = p {
+                let idx = i as c_uint + 1;
+                param_attrs.extend(self.pointer_attributes(idx, self.prog.buffer(*buf).read_only)?);
+            }
+        }
+        // SAFETY: the function is alive and the attributes belong to its context.
+        unsafe {
+            for a in fn_attrs {
+                LLVMAddAttributeAtIndex(self.func, LLVMAttributeFunctionIndex, a);
+            }
+            for (idx, a) in param_attrs {
+                LLVMAddAttributeAtIndex(self.func, idx, a);
+            }
+        }
+        Ok(())
+    }
+
+    /// `noalias nocapture` (and `readonly`) for the buffer pointer parameter `idx` (1-based).
+    pub(crate) fn pointer_attributes(
+        &self,
+        idx: c_uint,
+        read_only: bool,
+    ) -> Result<Vec<(c_uint, LLVMAttributeRef)>, LlvmError> {
+        let mut attrs = vec![(idx, self.enum_attr("noalias", 0)?), (idx, self.enum_attr("nocapture", 0)?)];
+        if read_only {
+            attrs.push((idx, self.enum_attr("readonly", 0)?));
+        }
+        Ok(attrs)
+    }
+
+    /// The kernel's function attributes, shared by its outlined parallel bodies.
+    pub(crate) fn function_attributes(&self) -> Result<Vec<LLVMAttributeRef>, LlvmError> {
         let mut fn_attrs = vec![self.enum_attr("nounwind", 0)?];
         if !self.target.cpu.is_empty() {
             fn_attrs.push(self.string_attr("target-cpu", &self.target.cpu));
@@ -124,27 +184,7 @@ impl Emitter<'_> {
             // `vscale_range(min,max)` packs both bounds into one integer.
             fn_attrs.push(self.enum_attr("vscale_range", (u64::from(min) << 32) | u64::from(max))?);
         }
-        let mut param_attrs = Vec::new();
-        for (i, p) in self.prog.params.iter().enumerate() {
-            if let Param::Tensor(buf) = p {
-                let idx = i as c_uint + 1;
-                param_attrs.push((idx, self.enum_attr("noalias", 0)?));
-                param_attrs.push((idx, self.enum_attr("nocapture", 0)?));
-                if self.prog.buffer(*buf).read_only {
-                    param_attrs.push((idx, self.enum_attr("readonly", 0)?));
-                }
-            }
-        }
-        // SAFETY: the function is alive and the attributes belong to its context.
-        unsafe {
-            for a in fn_attrs {
-                LLVMAddAttributeAtIndex(self.func, LLVMAttributeFunctionIndex, a);
-            }
-            for (idx, a) in param_attrs {
-                LLVMAddAttributeAtIndex(self.func, idx, a);
-            }
-        }
-        Ok(())
+        Ok(fn_attrs)
     }
 
     /// The entry block: register allocas, parameter values, local buffers.
@@ -152,14 +192,7 @@ impl Emitter<'_> {
         let entry = self.append_block("entry");
         self.position_at_end(entry);
         for i in 0..self.prog.regs.len() {
-            let name = CString::new(format!("r{i}")).unwrap_or_default();
-            // SAFETY: the builder is positioned in the entry block.
-            let slot = unsafe { LLVMBuildAlloca(self.b, self.slot_ty(Reg(i as u32)), name.as_ptr()) };
-            if self.prog.regs[i].lanes.is_some_and(|l| l.scalable) {
-                // AArch64 cannot align scalable stack objects beyond 16 bytes.
-                // SAFETY: `slot` is an alloca.
-                unsafe { LLVMSetAlignment(slot, 16) };
-            }
+            let slot = self.reg_alloca(Reg(i as u32));
             self.regs.push(slot);
         }
         for (i, p) in self.prog.params.iter().enumerate() {
@@ -179,18 +212,42 @@ impl Emitter<'_> {
                 }
             }
         }
-        for (i, buf) in self.prog.buffers.iter().enumerate() {
-            let BufKind::Local { len } = &buf.kind else { continue };
-            let count = self.vscale_polynomial(len)?;
-            let name = CString::new(buf.name.clone()).unwrap_or_default();
-            // SAFETY: the builder is in the entry block; `count` is an i64.
-            unsafe {
-                let slot = LLVMBuildArrayAlloca(self.b, self.t.elem(Elem::Data(buf.dtype)), count, name.as_ptr());
-                LLVMSetAlignment(slot, 64);
-                self.bufs[i] = slot;
+        for i in 0..self.prog.buffers.len() {
+            if !self.private_locals[i] {
+                if let Some(slot) = self.local_alloca(BufId(i as u32))? {
+                    self.bufs[i] = slot;
+                }
             }
         }
         Ok(())
+    }
+
+    /// The alloca of register `r` (the builder must be in the entry block).
+    pub(crate) fn reg_alloca(&self, r: Reg) -> LLVMValueRef {
+        let name = CString::new(format!("r{}", r.0)).unwrap_or_default();
+        // SAFETY: the builder is positioned in the entry block.
+        let slot = unsafe { LLVMBuildAlloca(self.b, self.slot_ty(r), name.as_ptr()) };
+        if self.prog.ty(r).lanes.is_some_and(|l| l.scalable) {
+            // AArch64 cannot align scalable stack objects beyond 16 bytes.
+            // SAFETY: `slot` is an alloca.
+            unsafe { LLVMSetAlignment(slot, 16) };
+        }
+        slot
+    }
+
+    /// The memory of local buffer `buf` (an array alloca; the builder must be
+    /// in the entry block), or `None` for a parameter buffer.
+    pub(crate) fn local_alloca(&mut self, buf: BufId) -> Result<Option<LLVMValueRef>, LlvmError> {
+        let b = self.prog.buffer(buf);
+        let BufKind::Local { len } = &b.kind else { return Ok(None) };
+        let (dtype, name) = (b.dtype, CString::new(b.name.clone()).unwrap_or_default());
+        let count = self.vscale_polynomial(len)?;
+        // SAFETY: the builder is in the entry block; `count` is an i64.
+        unsafe {
+            let slot = LLVMBuildArrayAlloca(self.b, self.t.elem(Elem::Data(dtype)), count, name.as_ptr());
+            LLVMSetAlignment(slot, 64);
+            Ok(Some(slot))
+        }
     }
 
     /// `max(0, sum(coeffs[p] * vscale^p))` as an i64 value.
@@ -226,12 +283,12 @@ impl Emitter<'_> {
         unsafe { LLVMAppendBasicBlockInContext(self.ctx, self.func, name.as_ptr()) }
     }
 
-    fn position_at_end(&self, bb: LLVMBasicBlockRef) {
+    pub(crate) fn position_at_end(&self, bb: LLVMBasicBlockRef) {
         // SAFETY: `bb` is a block of the kernel function.
         unsafe { LLVMPositionBuilderAtEnd(self.b, bb) }
     }
 
-    fn current_block(&self) -> LLVMBasicBlockRef {
+    pub(crate) fn current_block(&self) -> LLVMBasicBlockRef {
         // SAFETY: the builder is alive.
         unsafe { LLVMGetInsertBlock(self.b) }
     }
@@ -249,7 +306,7 @@ impl Emitter<'_> {
     /// The type a register lives as in its alloca: its own type, except that
     /// masks are kept as byte vectors (backends cannot load or store every
     /// `<vscale x N x i1>` from memory, which matters at O0).
-    fn slot_ty(&self, r: Reg) -> LLVMTypeRef {
+    pub(crate) fn slot_ty(&self, r: Reg) -> LLVMTypeRef {
         let ty = self.prog.ty(r);
         match ty.lanes {
             Some(l) if ty.elem == Elem::Bool => self.t.vector(self.t.i8, l),
@@ -331,7 +388,13 @@ impl Emitter<'_> {
             }
             Stmt::VStore { buf, base, value, mask } => self.vstore(*buf, *base, *value, *mask)?,
             Stmt::Scatter { buf, indices, value, mask } => self.scatter(*buf, *indices, *value, *mask)?,
-            Stmt::Loop { var, start, end, body, hint } => self.emit_loop(*var, *start, *end, body, *hint)?,
+            Stmt::Loop { var, start, end, body, hint: LoopHint::Parallel } if !self.outlined => {
+                self.emit_parallel_loop(*var, *start, *end, body)?
+            }
+            Stmt::Loop { var, start, end, body, hint } => {
+                let (first, last) = (self.load_reg(*start), self.load_reg(*end));
+                self.emit_loop(*var, first, last, body, *hint)?
+            }
             Stmt::If { cond, then_body, else_body } => self.emit_if(*cond, then_body, else_body)?,
         }
         Ok(())
@@ -346,11 +409,16 @@ impl Emitter<'_> {
         }
     }
 
-    /// `for var in start..end { body }`: the bounds are read once; the body
-    /// does not run when `start >= end`.
-    fn emit_loop(&mut self, var: Reg, start: Reg, end: Reg, body: &[Stmt], hint: LoopHint) -> Result<(), LlvmError> {
-        let first = self.load_reg(start);
-        let last = self.load_reg(end);
+    /// `for var in first..last { body }` over i64 values `first` and `last`
+    /// (the bounds are read once); the body does not run when `first >= last`.
+    pub(crate) fn emit_loop(
+        &mut self,
+        var: Reg,
+        first: LLVMValueRef,
+        last: LLVMValueRef,
+        body: &[Stmt],
+        hint: LoopHint,
+    ) -> Result<(), LlvmError> {
         let preheader = self.current_block();
         let header = self.append_block("loop.header");
         let body_bb = self.append_block("loop.body");
@@ -394,8 +462,9 @@ impl Emitter<'_> {
 
     /// The `llvm.loop` metadata for a hint, if any. `Unroll(n)` becomes
     /// `llvm.loop.unroll.count n` (`llvm.loop.unroll.disable` for 1).
-    /// `Parallel` is emitted as a plain serial loop: there is no thread
-    /// runtime yet.
+    /// `Parallel` has none: a parallel loop reaches here only as the serial
+    /// loop over one chunk inside its outlined body, or nested in another
+    /// parallel loop (the runtime would run it serially anyway).
     fn loop_metadata(&self, hint: LoopHint) -> Option<LLVMValueRef> {
         let property = match hint {
             LoopHint::Unroll(0) | LoopHint::None | LoopHint::Parallel => return None,

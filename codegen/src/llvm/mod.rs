@@ -13,7 +13,9 @@
 //!    `ops.rs` for operations, `intrinsics.rs` for intrinsic calls,
 //!    `types.rs` for types),
 //! 4. run LLVM's verifier, then the new-pass-manager pipeline `default<On>`,
-//! 5. print the IR and emit assembly and the object (`machine.rs`).
+//! 5. print the IR and emit assembly and the object (`machine.rs`),
+//! 6. if the program has a parallel loop, merge the thread-pool runtime into
+//!    the object (`runtime.rs`).
 //!
 //! Every vprog register becomes an `alloca` in the entry block; mem2reg/SROA
 //! in the optimization pipeline turns them into SSA values. Each call owns its
@@ -21,8 +23,20 @@
 //! function of the inputs: the same program, target and options give
 //! byte-identical IR, assembly and object.
 //!
-//! `LoopHint::Parallel` loops are emitted as plain serial loops for now; a
-//! thread runtime will come later.
+//! A `LoopHint::Parallel` loop runs on several threads. It is outlined into a
+//! function over a range of iterations (`parallel.rs`; `outline.rs` decides
+//! what the function captures: registers by value, shared buffers, and local
+//! buffers private to each thread) and replaced by a call to
+//! `scaletune_parallel_for(fn, ctx, n)`, the entry point of a small pthread
+//! pool (`codegen/runtime/scaletune_rt.c`, static chunking, one contiguous
+//! chunk per thread, `SCALETUNE_NUM_THREADS` threads or one per CPU). The
+//! runtime is compiled with the target's C compiler, cached, and merged into
+//! the returned object, so the object still links alone with a driver (the
+//! target's `libs` provide `-lpthread`); objects without a parallel loop do
+//! not contain it. The IR and assembly are the kernel's only. A parallel
+//! loop whose iterations visibly depend on each other (a register carried
+//! between iterations or out of the loop, a scratch buffer shared with code
+//! outside the loop) is refused with [`LlvmError::Parallel`].
 
 mod context;
 mod emit;
@@ -30,10 +44,15 @@ mod host;
 mod intrinsics;
 mod machine;
 mod ops;
+mod outline;
+mod parallel;
+mod runtime;
 mod support;
 mod types;
 
 pub use host::host_info;
+pub use parallel::PARALLEL_FOR;
+pub use runtime::{compile_command as runtime_compile_command, RUNTIME_SOURCE};
 
 use crate::target::Target;
 use crate::vprog::{self, Param, Program};
@@ -60,7 +79,9 @@ pub struct Artifacts {
     pub llvm_ir: String,
     /// Target assembly.
     pub asm: String,
-    /// ELF relocatable object containing the kernel symbol.
+    /// ELF relocatable object containing the kernel symbol (and, when the
+    /// program has a parallel loop, the thread-pool runtime, whose entry
+    /// point `scaletune_parallel_for` is a local symbol).
     pub object: Vec<u8>,
     /// Warnings LLVM reported (for example an unroll hint it could not
     /// honour), in the order reported.
@@ -146,6 +167,24 @@ pub enum LlvmError {
         /// The messages, one per line.
         message: String,
     },
+    /// A parallel loop cannot run on several threads as written.
+    #[error("kernel `{kernel}`: the parallel loop over {var} cannot run on several threads: {reason}")]
+    Parallel {
+        /// Kernel name.
+        kernel: String,
+        /// The loop variable register.
+        var: String,
+        /// Why.
+        reason: String,
+    },
+    /// Building the thread-pool runtime or merging it into the object failed.
+    #[error("thread-pool runtime: {step} failed: {message}")]
+    Runtime {
+        /// `compiling`, `caching` or `merging`.
+        step: &'static str,
+        /// What went wrong (the command and its output).
+        message: String,
+    },
     /// An internal inconsistency of the emitter (unknown intrinsic, ...).
     #[error("internal LLVM emitter error: {0}")]
     Internal(String),
@@ -155,7 +194,8 @@ pub enum LlvmError {
 ///
 /// The kernel is an external function named `prog.name` returning void, with
 /// one parameter per `prog.params` entry (tensors as `ptr noalias nocapture`,
-/// `readonly` when the buffer is read-only; scalars by value).
+/// `readonly` when the buffer is read-only; scalars by value). Parallel loops
+/// become internal functions `<kernel>.par.<k>` called through the runtime.
 pub fn compile(prog: &Program, target: &Target, opts: &CompileOptions) -> Result<Artifacts, LlvmError> {
     if opts.opt_level > 3 {
         return Err(LlvmError::BadOptLevel(opts.opt_level));
@@ -188,8 +228,11 @@ pub fn compile(prog: &Program, target: &Target, opts: &CompileOptions) -> Result
     // both then come from the same optimized IR.
     let asm = machine::emit(&module.duplicate(), &tm, machine::Output::Assembly)?;
     check("assembly")?;
-    let object = machine::emit(&module, &tm, machine::Output::Object)?;
+    let mut object = machine::emit(&module, &tm, machine::Output::Object)?;
     check("object")?;
+    if outline::has_parallel(&prog.body) {
+        object = runtime::link_runtime(target, &object)?;
+    }
     let asm = String::from_utf8_lossy(&asm).into_owned();
     Ok(Artifacts { llvm_ir, asm, object, warnings: ctx.warnings() })
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod diff;
+pub mod parallel;
 pub mod programs;
 
 use scaletune_codegen::llvm::{compile, Artifacts, CompileOptions};

@@ -1,0 +1,230 @@
+//! The thread-pool runtime in every object with a parallel loop: compiled per target, cached, merged into the kernel object.
+//!
+//! `codegen/runtime/scaletune_rt.c` is embedded in the binary. For a target
+//! it is compiled once with the target's C compiler (`target.cc` without its
+//! linking flags, plus `-c -O2 -fPIC`) into an object cached under
+//! `<temp dir>/scaletune-runtime/<key>.o`, where the key hashes the source,
+//! the command, the triple, the features and the compiler's `--version`
+//! (written to a temporary file and renamed, so concurrent builders never see
+//! a partial entry). The kernel object and the runtime object are then merged
+//! into one relocatable object (`ld.lld -r`), and `scaletune_parallel_for` is
+//! made a local symbol (`llvm-objcopy --localize-symbol`): each kernel object
+//! carries its own copy of the code (two kernels in one program never clash,
+//! and the kernel stays the object's only global function), while the pool
+//! state is a weak, versioned data symbol that every copy shares.
+
+use super::parallel::PARALLEL_FOR;
+use super::LlvmError;
+use crate::target::{Arch, Target};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The C source of the runtime.
+pub const RUNTIME_SOURCE: &str = include_str!("../../runtime/scaletune_rt.c");
+
+/// File names inside scratch directories (relative, so that no temporary
+/// path reaches an object's symbol table).
+const SOURCE_FILE: &str = "scaletune_rt.c";
+const RUNTIME_OBJECT: &str = "scaletune_rt.o";
+const KERNEL_OBJECT: &str = "kernel.o";
+const MERGED_OBJECT: &str = "merged.o";
+
+/// Arguments of a `cc` command that only matter when linking.
+fn is_link_flag(arg: &str) -> bool {
+    const EXACT: &[&str] =
+        &["-static", "-static-pie", "-shared", "-pie", "-no-pie", "-rdynamic", "-nostdlib", "-nostartfiles"];
+    EXACT.contains(&arg) || ["-fuse-ld=", "-Wl,", "-l", "-L"].iter().any(|p| arg.starts_with(p))
+}
+
+/// The command compiling the runtime for `target`, without the input and output names.
+pub fn compile_command(target: &Target) -> Result<Vec<String>, LlvmError> {
+    if target.cc.is_empty() {
+        return Err(runtime_error("compiling", format!("target `{}` has an empty cc command", target.name)));
+    }
+    let mut cmd: Vec<String> = target.cc.iter().take(1).cloned().collect();
+    cmd.extend(target.cc.iter().skip(1).filter(|a| !is_link_flag(a)).cloned());
+    if target.arch == Arch::Aarch64 {
+        // LSE helpers (`__aarch64_ldadd8_acq_rel`) would need libgcc.
+        cmd.push("-mno-outline-atomics".into());
+    }
+    cmd.extend(["-c", "-O2", "-fPIC", "-fno-addrsig", "-w"].map(String::from));
+    Ok(cmd)
+}
+
+fn runtime_error(step: &'static str, message: String) -> LlvmError {
+    LlvmError::Runtime { step, message }
+}
+
+/// Merges the runtime into `kernel_object` for `target`: one relocatable object.
+pub(crate) fn link_runtime(target: &Target, kernel_object: &[u8]) -> Result<Vec<u8>, LlvmError> {
+    let runtime = runtime_object(target)?;
+    let scratch = Scratch::new(&cache_dir()).map_err(|e| runtime_error("merging", e))?;
+    let write = |name: &str, bytes: &[u8]| {
+        std::fs::write(scratch.0.join(name), bytes)
+            .map_err(|e| runtime_error("merging", format!("writing {name}: {e}")))
+    };
+    write(KERNEL_OBJECT, kernel_object)?;
+    write(RUNTIME_OBJECT, &runtime)?;
+    let ld = tool(&["ld.lld-19", "ld.lld"]);
+    run(Command::new(&ld).args(["-r", KERNEL_OBJECT, RUNTIME_OBJECT, "-o", MERGED_OBJECT]), &scratch.0, "merging")?;
+    let objcopy = tool(&["llvm-objcopy-19", "llvm-objcopy"]);
+    let localize = format!("--localize-symbol={PARALLEL_FOR}");
+    run(Command::new(&objcopy).args([localize.as_str(), MERGED_OBJECT]), &scratch.0, "merging")?;
+    std::fs::read(scratch.0.join(MERGED_OBJECT))
+        .map_err(|e| runtime_error("merging", format!("reading {MERGED_OBJECT}: {e}")))
+}
+
+/// The runtime object for `target`: from this process's memo, the disk cache, or the compiler.
+fn runtime_object(target: &Target) -> Result<Arc<Vec<u8>>, LlvmError> {
+    static MEMO: OnceLock<Mutex<HashMap<String, Arc<Vec<u8>>>>> = OnceLock::new();
+    let cmd = compile_command(target)?;
+    let memo_key = format!("{}\0{}\0{}", cmd.join("\0"), target.triple, target.features);
+    // Holding the lock while building keeps one process from compiling twice.
+    let mut memo = MEMO.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(obj) = memo.get(&memo_key) {
+        return Ok(obj.clone());
+    }
+    let version = Command::new(&cmd[0])
+        .arg("--version")
+        .output()
+        .map_err(|e| runtime_error("compiling", format!("cannot run `{} --version`: {e}", cmd[0])))?;
+    let key = hash_hex(&[RUNTIME_SOURCE.as_bytes(), memo_key.as_bytes(), &version.stdout]);
+    let dir = cache_dir();
+    let path = dir.join(format!("{key}.o"));
+    let obj = match std::fs::read(&path) {
+        Ok(bytes) if bytes.starts_with(b"\x7fELF") => bytes,
+        _ => {
+            let bytes = compile_runtime(&cmd, &dir)?;
+            store(&dir, &path, &bytes)?;
+            bytes
+        }
+    };
+    let obj = Arc::new(obj);
+    memo.insert(memo_key, obj.clone());
+    Ok(obj)
+}
+
+/// Compiles the embedded source with `cmd` in a scratch directory.
+fn compile_runtime(cmd: &[String], dir: &Path) -> Result<Vec<u8>, LlvmError> {
+    let scratch = Scratch::new(dir).map_err(|e| runtime_error("compiling", e))?;
+    std::fs::write(scratch.0.join(SOURCE_FILE), RUNTIME_SOURCE)
+        .map_err(|e| runtime_error("compiling", format!("writing {SOURCE_FILE}: {e}")))?;
+    run(Command::new(&cmd[0]).args(&cmd[1..]).args([SOURCE_FILE, "-o", RUNTIME_OBJECT]), &scratch.0, "compiling")?;
+    std::fs::read(scratch.0.join(RUNTIME_OBJECT))
+        .map_err(|e| runtime_error("compiling", format!("reading {RUNTIME_OBJECT}: {e}")))
+}
+
+/// Writes a cache entry atomically: a unique temporary file, then a rename.
+fn store(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), LlvmError> {
+    let tmp = dir.join(format!("{}.tmp", unique_name()));
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(runtime_error("caching", format!("writing {}: {e}", path.display())));
+    }
+    Ok(())
+}
+
+/// Runs `cmd` in `dir`, turning a failure into [`LlvmError::Runtime`].
+fn run(cmd: &mut Command, dir: &Path, step: &'static str) -> Result<(), LlvmError> {
+    let shown = format!("{cmd:?}");
+    let out = cmd.current_dir(dir).output().map_err(|e| runtime_error(step, format!("cannot run {shown}: {e}")))?;
+    if !out.status.success() {
+        return Err(runtime_error(
+            step,
+            format!("{shown} failed with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim_end()),
+        ));
+    }
+    Ok(())
+}
+
+/// The directory of cached runtime objects and scratch directories.
+fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join("scaletune-runtime")
+}
+
+/// The first of `names` found on `PATH` (else the first name).
+fn tool(names: &[&str]) -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for name in names {
+        if std::env::split_paths(&path).any(|d| d.join(name).is_file()) {
+            return (*name).to_string();
+        }
+    }
+    names[0].to_string()
+}
+
+/// A name unique among this machine's processes and this process's calls.
+fn unique_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    format!("tmp-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A scratch directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(parent: &Path) -> Result<Scratch, String> {
+        let dir = parent.join(unique_name());
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// FNV-1a (128-bit) of the parts, each followed by its length, as hex.
+fn hash_hex(parts: &[&[u8]]) -> String {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013b;
+    let mut h = OFFSET;
+    for part in parts {
+        for &byte in part.iter().chain(&(part.len() as u64).to_le_bytes()) {
+            h ^= u128::from(byte);
+            h = h.wrapping_mul(PRIME);
+        }
+    }
+    format!("{h:032x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_flags_are_dropped_from_the_compile_command() {
+        let t = Target::load("rvv").expect("rvv target");
+        let cmd = compile_command(&t).expect("command");
+        assert_eq!(
+            cmd,
+            [
+                "clang-19",
+                "--target=riscv64-linux-gnu",
+                "-march=rv64gcv",
+                "-O2",
+                "-c",
+                "-O2",
+                "-fPIC",
+                "-fno-addrsig",
+                "-w"
+            ]
+        );
+    }
+
+    #[test]
+    fn hash_depends_on_every_part_and_its_boundaries() {
+        let a = hash_hex(&[b"ab", b"c"]);
+        assert_eq!(a, hash_hex(&[b"ab", b"c"]));
+        assert_ne!(a, hash_hex(&[b"a", b"bc"]));
+        assert_ne!(a, hash_hex(&[b"ab", b"d"]));
+        assert_eq!(a.len(), 32);
+    }
+}
