@@ -95,3 +95,50 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
     let gone = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token), quick());
     assert!(matches!(gone, Err(RemoteError::Unreachable { .. })), "{gone:?}");
 }
+
+/// `scaletune measure --runner remote --farm FILE` against an agent process
+/// (with a second, dead agent in the farm file): the live agent times the
+/// candidate and the dead one is reported, not fatal.
+#[test]
+fn measure_through_a_farm_file_uses_the_live_agent() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).expect("write token");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (_agent, url) = start_agent(&token_file);
+    // A port nobody listens on: bind one, note it, let it go.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let farm = dir.path().join("farm.toml");
+    let entry =
+        |name: &str, url: &str| format!("[[agent]]\nname = \"{name}\"\nurl = \"{url}\"\ntoken_file = \"token\"\n");
+    let text =
+        format!("connect_timeout_s = 5\n{}{}", entry("gone", &format!("http://127.0.0.1:{dead}")), entry("live", &url));
+    std::fs::write(&farm, text).expect("write farm file");
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("root").to_path_buf();
+    let o = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+        .current_dir(&root)
+        .args(["measure", "scale_add:N=1000", "--target", "host", "--runner", "remote", "--repeat", "3", "--farm"])
+        .arg(&farm)
+        .args(["--schedule", "configs/schedules/scale_add_predicated.trace", "--no-cache"])
+        .output()
+        .expect("runs scaletune");
+    let t = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("runner remote") && t.contains("[agent@live]"), "{t}");
+    assert!(t.contains("note: agent unavailable") && t.contains("gone"), "{t}");
+    assert!(t.contains("median") && t.contains("3 repeats"), "{t}");
+    assert!(t.trim_end().ends_with("verdict: ok"), "{t}");
+
+    // A farm file whose only agent is down: a clear error, exit status 2.
+    std::fs::write(&farm, entry("gone", &format!("http://127.0.0.1:{dead}"))).expect("write farm file");
+    let o = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+        .current_dir(&root)
+        .args(["measure", "scale_add:N=1000", "--target", "host", "--runner", "remote", "--farm"])
+        .arg(&farm)
+        .output()
+        .expect("runs scaletune");
+    let t = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("no agent of") && t.contains("gone"), "{t}");
+}

@@ -88,3 +88,73 @@ fn impossible_requests_are_errors_with_exit_status_2() {
         assert!(t.contains(expect), "{args:?}: {t}");
     }
 }
+
+/// The instruction counts one `measure --runner qemu` line reports per VL.
+fn instructions_per_vl(t: &str) -> Vec<(u32, u64)> {
+    t.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix("VL")?;
+            let (vl, rest) = rest.trim_start().split_once(':')?;
+            let n = rest.split("instructions ").nth(1)?.split(',').next()?;
+            Some((vl.trim().parse().ok()?, n.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn qemu_instruction_counts_fall_with_the_vl_for_scalable_code_and_stay_flat_for_neon() {
+    let run = |schedule: &str| {
+        let o = scaletune(&[
+            "measure",
+            "matmul:M=64,N=64,K=64",
+            "--target",
+            "neoverse-v1",
+            "--runner",
+            "qemu",
+            "--vl",
+            "128,256,512",
+            "--schedule",
+            schedule,
+            "--no-cache",
+        ]);
+        let t = text(&o);
+        assert!(o.status.success(), "{schedule}: {t}");
+        assert!(t.contains("emulation time") && t.contains("not kernel time"), "{t}");
+        assert!(t.contains("estimated cycles") && t.trim_end().ends_with("verdict: ok"), "{t}");
+        let counts = instructions_per_vl(&t);
+        assert_eq!(counts.iter().map(|c| c.0).collect::<Vec<_>>(), [128, 256, 512], "{t}");
+        counts.into_iter().map(|c| c.1).collect::<Vec<u64>>()
+    };
+    let vla = run("configs/schedules/matmul_tiled_vla.trace");
+    assert!(vla[0] > vla[1] && vla[1] > vla[2], "scalable: {vla:?}");
+    // Twice the lanes: close to half the instructions.
+    assert!((vla[0] as f64 / vla[1] as f64) > 1.6, "scalable: {vla:?}");
+    let neon = run("configs/schedules/matmul_tiled_neon.trace");
+    assert!(neon.iter().all(|&n| n == neon[0]), "NEON: {neon:?}");
+}
+
+#[test]
+fn the_qemu_runner_emulates_the_host_and_refuses_impossible_vls() {
+    let o = scaletune(&[
+        "measure",
+        "matmul:M=16,N=24,K=8",
+        "--target",
+        "host",
+        "--runner",
+        "qemu",
+        "--schedule",
+        "configs/schedules/matmul_tiled.trace",
+        "--no-cache",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("[qemu-host]") && t.contains("instructions "), "{t}");
+    let o = scaletune(&["measure", "scale_add:N=50", "--target", "sve-generic", "--runner", "qemu", "--vl", "384"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("cannot run target `sve-generic` at VL 384") && t.contains("powers of two"), "{t}");
+    let o = scaletune(&["measure", "scale_add:N=50", "--target", "host", "--runner", "remote"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("--runner remote needs --farm"), "{t}");
+}

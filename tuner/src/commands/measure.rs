@@ -3,8 +3,10 @@
 use crate::pipeline::{load_workload, PipelineError, Schedule};
 use anyhow::{bail, Context};
 use scaletune_codegen::target::Target;
+use scaletune_measure::emulation::{emulable_host_target, CycleEstimator};
+use scaletune_measure::farm_config::FarmConfig;
 use scaletune_measure::{
-    ArtifactCache, Candidate, Farm, LlvmBuilder, Measurement, NativeRunner, Runner, Status, TimingProtocol,
+    ArtifactCache, Candidate, Farm, LlvmBuilder, Measurement, NativeRunner, QemuRunner, Runner, Status, TimingProtocol,
     VlMeasurement,
 };
 use scaletune_space::trace::Trace;
@@ -112,38 +114,88 @@ pub struct MeasureOutcome {
     pub measurement: Measurement,
 }
 
-/// The runners of a kind.
-fn runners(kind: RunnerKind, args: &MeasureArgs) -> anyhow::Result<Vec<Arc<dyn Runner>>> {
+/// The runners of a kind, with notes for the report (agents that did not answer).
+fn runners(
+    kind: RunnerKind,
+    args: &MeasureArgs,
+    target: &Target,
+) -> anyhow::Result<(Vec<Arc<dyn Runner>>, Vec<String>)> {
     match kind {
         RunnerKind::Native => {
             scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
-            Ok(vec![Arc::new(NativeRunner::new(args.protocol()))])
+            Ok((vec![Arc::new(NativeRunner::new(args.protocol()))], Vec::new()))
         }
-        RunnerKind::Qemu | RunnerKind::Remote => bail!("runner {} is not available yet", kind.name()),
+        RunnerKind::Qemu => {
+            let estimator = Arc::new(CycleEstimator::new().with_disk_cache(CycleEstimator::default_dir()));
+            let runner = if target.is_native() { QemuRunner::emulating_host() } else { QemuRunner::new() };
+            Ok((vec![Arc::new(runner.with_estimator(estimator))], Vec::new()))
+        }
+        RunnerKind::Remote => {
+            let Some(path) = &args.farm else {
+                bail!("--runner remote needs --farm FILE listing the agents (see configs/farm.example.toml)")
+            };
+            scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
+            let farm = FarmConfig::load(path)?;
+            let (up, down) = farm.connect_blocking(&args.protocol())?;
+            let notes: Vec<String> = down.iter().map(|e| format!("agent unavailable: {e}")).collect();
+            if up.is_empty() {
+                bail!("no agent of {} answered:\n  {}", path.display(), notes.join("\n  "));
+            }
+            let up: Vec<Arc<dyn Runner>> = up.into_iter().map(|r| Arc::new(r) as Arc<dyn Runner>).collect();
+            Ok((up, notes))
+        }
     }
 }
 
 /// Builds the candidate, runs it at every requested vector length and reports.
 pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
     let w = load_workload(&args.workload)?;
-    let t = Target::load(&args.target).map_err(PipelineError::from)?;
-    for vl in &args.vl {
-        t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
+    let mut t = Target::load(&args.target).map_err(PipelineError::from)?;
+    let kind = args.runner.unwrap_or(if t.is_native() { RunnerKind::Native } else { RunnerKind::Qemu });
+    let mut notes = Vec::new();
+    if kind == RunnerKind::Qemu && t.is_native() {
+        // QEMU's user mode lacks some host extensions (AVX-512 in QEMU 7.2):
+        // build for the features it emulates.
+        let emulable = emulable_host_target(&t);
+        if emulable.features != t.features {
+            notes.push(format!(
+                "built without the host features QEMU does not emulate (AVX-512 and newer): {} vector bits",
+                emulable.caps.max_bits()
+            ));
+        }
+        t = emulable;
+    }
+    if kind != RunnerKind::Qemu {
+        // The QEMU runner also runs VLs beyond the target's (a hypothetical
+        // CPU with that VL); its own check below names what it allows.
+        for vl in &args.vl {
+            t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
+        }
     }
     let trace = match &args.schedule {
         Some(p) => Schedule::from_file(p)?.trace,
         None => Trace::default(),
     };
-    let kind = args.runner.unwrap_or(if t.is_native() { RunnerKind::Native } else { RunnerKind::Qemu });
     if args.farm.is_some() && kind != RunnerKind::Remote {
         bail!("--farm lists remote agents; it needs --runner remote");
     }
-    let runners = runners(kind, args)?;
+    let (runners, runner_notes) = runners(kind, args, &t)?;
+    notes.extend(runner_notes);
     let vls = if args.vl.is_empty() { t.default_vl_bits.clone() } else { args.vl.clone() };
     for vl in &vls {
         if !runners.iter().any(|r| r.accepts(&t, *vl)) {
-            let hint =
-                if kind == RunnerKind::Native && !t.is_native() { " (emulated target: use --runner qemu)" } else { "" };
+            let hint = match kind {
+                RunnerKind::Native if !t.is_native() => " (emulated target: use --runner qemu)".to_string(),
+                RunnerKind::Qemu if t.caps.scalable => {
+                    " (scalable targets run at powers of two from 128 to 2048 bits on AArch64, 1024 on RISC-V)".into()
+                }
+                RunnerKind::Qemu => format!(" (fixed at {} bits)", t.caps.max_bits()),
+                RunnerKind::Remote => {
+                    let offered: Vec<String> = runners.iter().map(|r| r.name()).collect();
+                    format!(" (no agent among {} offers it)", offered.join(", "))
+                }
+                RunnerKind::Native => String::new(),
+            };
             bail!("runner {} cannot run target `{}` at VL {vl}{hint}", kind.name(), t.name);
         }
     }
@@ -172,6 +224,9 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
         t.vector_summary(),
         kind.name()
     );
+    for n in &notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
     if m.status == Status::BuildError {
         let _ = writeln!(out, "  build: FAILED after {:.2} s\n    {}", m.build_s, m.message.replace('\n', "\n    "));
     } else {
