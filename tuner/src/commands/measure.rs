@@ -114,12 +114,11 @@ pub struct MeasureOutcome {
     pub measurement: Measurement,
 }
 
-/// The runners of a kind, with notes for the report (agents that did not answer).
-fn runners(
-    kind: RunnerKind,
-    args: &MeasureArgs,
-    target: &Target,
-) -> anyhow::Result<(Vec<Arc<dyn Runner>>, Vec<String>)> {
+/// Runners, and notes for the report (agents that did not answer).
+type RunnersAndNotes = (Vec<Arc<dyn Runner>>, Vec<String>);
+
+/// The runners of a kind.
+fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target) -> anyhow::Result<RunnersAndNotes> {
     match kind {
         RunnerKind::Native => {
             scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
