@@ -118,7 +118,9 @@ pub fn scatter(n: usize, out_len: usize, lanes: Lanes) -> Program {
     let vi = b.emit(Op::VLoad { buf: idx, base: l.base, lanes, mask: Some(l.mask) });
     let vi = b.emit(Op::Cast(vi, Elem::Index));
     b.push(Stmt::Scatter { buf: out, indices: vi, value: va, mask: Some(l.mask) });
-    end_vloop(&mut b, &l, LoopHint::Parallel);
+    // Serial: with repeated indices, iterations write the same elements and
+    // the last write must win.
+    end_vloop(&mut b, &l, LoopHint::None);
     b.finish()
 }
 
