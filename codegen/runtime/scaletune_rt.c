@@ -13,7 +13,9 @@
 //
 // - The pool is created on the first call with more than one iteration:
 //   SCALETUNE_NUM_THREADS threads if that variable holds a positive integer,
-//   else the number of online CPUs (at most 256), the caller included. A call
+//   else the number of CPUs the process may run on (its affinity mask, so a
+//   driver pinned to one core gets one thread; the online CPUs if the mask
+//   cannot be read), at most 256, the caller included. A call
 //   uses min(threads, n) chunks. Workers sleep on a condition variable after
 //   a short spin; they block every signal.
 // - If a worker cannot be created the pool keeps the workers it has (none:
@@ -31,7 +33,9 @@
 // parallelizes loops whose iterations are independent, and the kernel keeps
 // scratch buffers private to each chunk.
 
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,6 +118,13 @@ static long rt_thread_count(void) {
     long v = strtol(env, &end, 10);
     if (end && *end == '\0' && v > 0) t = v;
   }
+#ifdef CPU_COUNT
+  if (t <= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) t = CPU_COUNT(&set);
+  }
+#endif
   if (t <= 0) t = sysconf(_SC_NPROCESSORS_ONLN);
   if (t < 1) t = 1;
   if (t > RT_MAX_THREADS) t = RT_MAX_THREADS;

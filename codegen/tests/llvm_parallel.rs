@@ -223,6 +223,38 @@ fn the_pool_runs_one_chunk_per_thread() {
     });
 }
 
+/// Without `SCALETUNE_NUM_THREADS` the pool has one thread per CPU the
+/// process may run on: all of them normally, one when pinned with `taskset`
+/// (as the timing protocol's `--pin-core` does), so a pinned candidate does
+/// not time threads fighting over one core.
+#[test]
+fn the_default_thread_count_follows_the_affinity_mask() {
+    const ROWS: usize = 64;
+    let target = Target::load("host").expect("host");
+    let prog = par_scale(ROWS, 21, lanes32(&target));
+    let art = compile(&prog, &target, &CompileOptions::default()).expect("compile");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = link(&target, &art.object, &hook_driver(ROWS, 21), dir.path());
+    let run_with = |prefix: &[&str]| {
+        let mut cmd = Command::new(prefix.first().copied().unwrap_or(exe.to_str().expect("path")));
+        if !prefix.is_empty() {
+            cmd.args(&prefix[1..]).arg(&exe);
+        }
+        let out = cmd.env_remove("SCALETUNE_NUM_THREADS").output().expect("run the driver");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let nproc = Command::new("nproc").output().expect("nproc");
+    let cpus: usize = String::from_utf8_lossy(&nproc.stdout).trim().parse().expect("a CPU count");
+    let expected = match cpus.min(ROWS) {
+        1 => "chunks=0 threads=0 main0=0 tiled=1 ok=1\n".to_string(),
+        k => format!("chunks={k} threads={k} main0=1 tiled=1 ok=1\n"),
+    };
+    assert_eq!(run_with(&[]), expected.repeat(2), "{cpus} CPUs");
+    let pinned = run_with(&["taskset", "-c", "0"]);
+    assert_eq!(pinned, "chunks=0 threads=0 main0=0 tiled=1 ok=1\n".repeat(2), "pinned to CPU 0");
+}
+
 /// Symbols of an object as `llvm-nm` prints them (`<kind> <name>` per line).
 fn symbols(object: &[u8]) -> Vec<(String, String)> {
     let dir = tempfile::tempdir().expect("tempdir");
