@@ -173,6 +173,13 @@ async fn an_agent_measures_a_batch_with_timings_and_verdicts() {
         assert!(t.median_s > 0.0 && t.median_s < 0.01, "{t:?}");
     }
     assert_eq!(agent.agent.runs_started(), 7);
+
+    // Two slots on one agent: two runs of a 100 ms kernel, both ready at
+    // once, overlap (the runs above are too short to rely on that).
+    let (slow, ready) = prebuilt(10..12, 128, "usleep(100000);", Duration::from_secs(60));
+    let farm = Farm::new(Arc::new(ready), 2, vec![Arc::new(connect(&agent, "b", calls(2)).await)]);
+    let report = farm.measure(slow).await;
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
     assert!(report.timeline.max_concurrent_runs() >= 2, "two slots on one agent: {:#?}", report.timeline);
 }
 
