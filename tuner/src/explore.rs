@@ -199,11 +199,12 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
             }
         }
         failed += failures.len();
-        let how = if a.qemu {
-            "interpreter at vscale 1, 2, 4 and compiled at the target's vector lengths"
-        } else {
-            "interpreter at vscale 1, 2, 4"
-        };
+        let used: std::collections::BTreeSet<u32> = samples.iter().flat_map(|s| check_vscales(&s.nest)).collect();
+        let used: Vec<String> = used.iter().map(u32::to_string).collect();
+        let mut how = format!("interpreter at vscale {}", used.join(", "));
+        if a.qemu {
+            how.push_str(" and compiled at the target's vector lengths");
+        }
         let _ = writeln!(
             out,
             "check ({how}): {} passed, {} failed",

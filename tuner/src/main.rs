@@ -63,7 +63,7 @@ enum Command {
         /// Write each sampled trace to DIR/sample_NNN.trace.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Check every sample in the interpreter at vscale 1, 2 and 4.
+        /// Check every sample in the interpreter at vscale 1, 2 and 4 (those its vector kind allows).
         #[arg(long)]
         check: bool,
         /// With --check: also compile every sample and run it natively or under QEMU.
