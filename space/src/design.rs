@@ -277,6 +277,17 @@ mod tests {
     }
 
     #[test]
+    fn multi_statement_workloads_rarely_reject_draws() {
+        let rvv = VectorCaps::scalable(64, 128, 1024);
+        let kinds = vec![
+            ("rvv-vla".to_string(), rvv.clone()),
+            ("rvv-128".to_string(), VectorCaps { vscale_values: vec![2], ..rvv.clone() }),
+        ];
+        let errors = rejection_reasons("softmax_rows", rvv, kinds);
+        assert!(errors.values().sum::<usize>() < 20, "{errors:#?}");
+    }
+
+    #[test]
     fn rejected_draws_are_rare() {
         let w = load("matmul:M=256,N=256,K=256").expect("loads");
         let kinds = vec![
