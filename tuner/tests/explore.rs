@@ -80,6 +80,13 @@ fn samples_of_several_workloads_pass_the_interpreter_check() {
         let r = stdout(&o);
         assert!(o.status.success(), "{w} on {t}: {r}");
         assert!(r.contains("25 passed, 0 failed"), "{w} on {t}: {r}");
+        // Scalable targets: fixed and mixed vector tiles (purely scalable
+        // ones too, but those are rare among the four levels of matmul's
+        // tiling), every tail.
+        let tiles = summary_line(&r, "vectorized tiles:");
+        assert!(tiles.contains("fixed") && tiles.contains("mixed"), "{w} on {t}: {tiles}");
+        let tails = summary_line(&r, "sampled tails:");
+        assert!(["peel", "predicate", "scalar"].iter().all(|k| tails.contains(k)), "{w} on {t}: {tails}");
     }
 }
 

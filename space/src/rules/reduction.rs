@@ -20,8 +20,11 @@ impl Reduction {
         let own = s.own_loops(&brv, bid);
         let axes = axis_loops(&s.probe, bid, &own);
         let v: AxisLoop = axes.iter().find(|a| a.iter == vector_iter)?.clone();
-        let levels = vector_tile(&mut s, &v, 2)?;
-        // Order: other spatial axes, outer vector level, reductions, inner vector level.
+        // Three levels: outer, a register block of vectors, the vector.
+        let levels = vector_tile(&mut s, &v, 3)?;
+        // Order: other spatial axes, outer vector level, reductions, register
+        // block, vector level (a vectorized reduction axis keeps its register
+        // block among the reductions, outside the vector level).
         let mut order: Vec<String> = Vec::new();
         for a in axes.iter().filter(|a| a.kind == AxisKind::Spatial && a.iter != vector_iter) {
             order.push(a.rv.clone());
@@ -40,6 +43,7 @@ impl Reduction {
             }
         }
         order.push(levels[1].clone());
+        order.push(levels[2].clone());
         if order.len() > 1 && !s.push(Inst::Reorder { loops: order }) {
             return None;
         }
@@ -51,7 +55,9 @@ impl Reduction {
                 }
             }
         }
-        vectorize(&mut s, &levels[1]).then_some(s)
+        // The register block is not marked `unroll`: a sampled scalable block
+        // could not be; the unroll-depth rule's hint unrolls fixed ones.
+        vectorize(&mut s, &levels[2]).then_some(s)
     }
 }
 

@@ -24,7 +24,8 @@ impl VectorizeAxis {
         let own = s.own_loops(&brv, bid);
         let axes = axis_loops(&s.probe, bid, &own);
         let a = axes.iter().find(|x| x.iter == k)?.clone();
-        let levels = vector_tile(&mut s, &a, 2)?;
+        // Three levels: outer, a register block of vectors, the vector.
+        let levels = vector_tile(&mut s, &a, 3)?;
         // With a contiguous vector axis, unroll one gathered axis around it.
         let gathered = if gathers_when_vectorized(&s.probe, bid, k) {
             None
@@ -45,10 +46,11 @@ impl VectorizeAxis {
             order.push(g[0].clone());
         }
         order.push(levels[0].clone());
+        order.push(levels[1].clone());
         if let Some((_, g)) = &glevels {
             order.push(g[1].clone());
         }
-        order.push(levels[1].clone());
+        order.push(levels[2].clone());
         if order.len() > 1 && !s.push(Inst::Reorder { loops: order }) {
             return None;
         }
@@ -57,7 +59,9 @@ impl VectorizeAxis {
                 return None;
             }
         }
-        vectorize(&mut s, &levels[1]).then_some(s)
+        // The register block is not marked `unroll`: a sampled scalable block
+        // could not be; the unroll-depth rule's hint unrolls fixed ones.
+        vectorize(&mut s, &levels[2]).then_some(s)
     }
 }
 
