@@ -42,7 +42,9 @@ lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## demo: compile and check a tiled matmul on this machine and a predicated
-## scale_add at four SVE vector lengths under QEMU; writes $(DEMO_DIR)/report.md
+## scale_add at four SVE vector lengths under QEMU, sample and check schedules,
+## time a parallel matmul, measure emulated instruction counts at three VLs;
+## writes $(DEMO_DIR)/report.md
 demo: build
 	@sh scripts/demo.sh $(SCALETUNE) $(DEMO_DIR)
 

@@ -38,6 +38,17 @@ run() {
   grep -E "whilelo|ld1w|st1w|fadd|fmul" "$OUT/scale_add-sve/scaletune_scale_add.s" | sed 's/^/    /'
   echo
   run check scale_add --target sve-generic --schedule configs/schedules/scale_add_predicated.trace --vl 128,256,512,2048
+  echo "## 4. The schedule space: 20 sampled schedules, each checked in the interpreter"
+  run explore matmul:M=64,N=96,K=32 --target neoverse-v1 --samples 20 --seed 1 --check
+  echo "## 5. Timed on this machine, row blocks on the thread pool"
+  cat configs/schedules/matmul_parallel.trace
+  echo
+  run measure matmul:M=256,N=256,K=256 --target host --schedule configs/schedules/matmul_parallel.trace --repeat 5
+  echo "## 6. Emulated at three vector lengths: length-agnostic SVE, then NEON"
+  run measure matmul:M=128,N=128,K=128 --target neoverse-v1 --runner qemu --vl 128,256,512 \
+      --schedule configs/schedules/matmul_tiled_vla.trace
+  run measure matmul:M=128,N=128,K=128 --target neoverse-v1 --runner qemu --vl 128,256,512 \
+      --schedule configs/schedules/matmul_tiled_neon.trace
   echo '```'
 } 2>&1 | tee "$REPORT"
 
