@@ -7,7 +7,7 @@
 APT_PACKAGES := llvm-19-dev llvm-19 lld-19 clang-19 qemu-user \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
 	gcc-riscv64-linux-gnu libc6-dev-riscv64-cross \
-	libopenblas-dev protobuf-compiler zlib1g-dev libzstd-dev
+	libopenblas-dev protobuf-compiler zlib1g-dev libzstd-dev libpolly-19-dev
 
 CARGO ?= cargo
 SCALETUNE := target/release/scaletune

@@ -101,16 +101,24 @@ fn divide(e: &Expr, pa: Poly, pb: Poly, ctx: &dyn RangeCtx) -> Poly {
         Expr::FloorMod(..) => 1,
         _ => 2,
     };
+    let fold = |x: i64, y: i64| match kind {
+        0 => floor_div(x, y),
+        1 => x - y * floor_div(x, y),
+        _ => -floor_div(-x, y),
+    };
     if let (Some(x), Some(y)) = (pa.as_const(), pb.as_const()) {
         if y != 0 {
-            return Poly::constant(match kind {
-                0 => floor_div(x, y),
-                1 => x - y * floor_div(x, y),
-                _ => -floor_div(-x, y),
-            });
+            return Poly::constant(fold(x, y));
         }
     }
+    // The remainder's division as an opaque atom; a constant remainder over
+    // a constant divisor folds, so that simplification is idempotent.
     let rebuild = |a: Poly| -> Expr {
+        if let (Some(x), Some(y)) = (a.as_const(), pb.as_const()) {
+            if y != 0 {
+                return Expr::Int(fold(x, y));
+            }
+        }
         let (ea, eb) = (Box::new(a.to_expr()), Box::new(pb.to_expr()));
         match kind {
             0 => Expr::FloorDiv(ea, eb),

@@ -83,6 +83,11 @@ fn floordiv_and_floormod_of_split_indices() {
     // i1 + 2 may reach 5 >= 4: not provable.
     assert_eq!(simp(&c, "floordiv(i0*4 + i1 + 2, 4)"), "i0 + floordiv(i1 + 2, 4)");
     assert_eq!(simp(&c, "ceildiv(i0*4 + i1 + 1, 4)"), "i0 + 1");
+    // A constant remainder over a constant divisor folds in the first pass
+    // (found by `simplify_preserves_value`: the second pass used to fold it).
+    assert_eq!(simp(&c, "ceildiv(max(0, 5) - 4*i0, 2)"), "0 - i0*2 + 3");
+    assert_eq!(simp(&c, "floordiv(i0*4 + 7, 2)"), "i0*2 + 3");
+    assert_eq!(simp(&c, "floormod(i0*4 + 7, 2)"), "1");
 }
 
 #[test]
@@ -139,7 +144,7 @@ fn arb_expr(depth: u32) -> BoxedStrategy<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(ProptestConfig::with_cases(2000))]
     /// Simplification preserves the value for every assignment and vscale,
     /// and the computed bounds contain the value.
     #[test]
