@@ -1,6 +1,7 @@
 //! Property test of the schedule space: for shipped workloads, targets and
 //! seeds, every sampled trace is legal, its text replays to the same loop
-//! nest, and lowered and interpreted it computes the reference result.
+//! nest, and lowered and interpreted it computes the reference result; so do
+//! its mutants (decisions changed, or a structural option changed).
 
 use proptest::prelude::*;
 use scaletune_codegen::interp::{run, ArgValue, InterpOptions};
@@ -83,11 +84,21 @@ fn check(wi: usize, ti: usize, seed: u64) -> Result<(), TestCaseError> {
         m.apply(&mut mn).map_err(|e| TestCaseError::fail(format!("mutant does not apply: {e}")))?;
         interpret(&w, &mn, &m.to_string(), seed)?;
     }
+    // A structural move (another gather strategy, reuse, reduction strategy
+    // or fusion) replays and is still correct.
+    if let Some(m) = scaletune_space::mutators::mutate_structure(&space, &s, &mut rng) {
+        prop_assert!(m.space_trace != s.space_trace);
+        let text = m.trace.to_string();
+        let mut mn = nest.clone();
+        parse_trace(&text).expect("parses").apply(&mut mn).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert_eq!(mn.to_string(), m.nest.to_string());
+        interpret(&w, &mn, &text, seed)?;
+    }
     Ok(())
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
     #[test]
     fn sampled_schedules_are_legal_replay_and_compute_the_reference(
         wi in 0usize..WORKLOADS.len(),

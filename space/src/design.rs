@@ -1,9 +1,9 @@
 //! Design spaces: the traces rules build, their size, and sampling from them.
 
 use crate::ir::Nest;
-use crate::rules::{block_rules, final_rules, workload_rules, State};
+use crate::rules::{block_rules, final_rules, workload_rules, Choice, State};
 use crate::sample::task_rng;
-use crate::trace::{Inst, Trace, TraceError};
+use crate::trace::{Count, Inst, Trace, TraceError};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -14,16 +14,26 @@ pub struct SpaceTrace {
     pub trace: Trace,
     /// Rule names, in the order they applied.
     pub rules: Vec<String>,
-    /// Number of decisions of each sampling instruction, by instruction index.
-    pub domains: Vec<(usize, u128)>,
+    /// The structural options this trace took (one branch per option value).
+    pub choices: Vec<Choice>,
+    /// Number of decisions of each sampling instruction, by instruction
+    /// index; empty if the trace could not be drawn from.
+    pub domains: Vec<(usize, Count)>,
 }
 
 impl SpaceTrace {
-    /// Number of decision combinations of this trace (saturating).
-    pub fn size(&self) -> u128 {
-        self.domains.iter().fold(1u128, |a, (_, d)| a.saturating_mul(*d))
+    /// Number of decision combinations of this trace (saturating): exact,
+    /// or an upper bound where a domain depends on earlier decisions.
+    pub fn size(&self) -> Count {
+        if self.domains.is_empty() && self.trace.insts.iter().any(Inst::is_sampling) {
+            return Count::Unknown;
+        }
+        self.domains.iter().fold(Count::Exact(1), |a, (_, d)| a.times(*d))
     }
 }
+
+/// Draws tried when counting a trace's domains before giving up.
+const DOMAIN_ATTEMPTS: u64 = 16;
 
 /// All design-space traces of a nest.
 #[derive(Clone, Debug)]
@@ -80,19 +90,21 @@ impl DesignSpace {
         let traces = states
             .into_iter()
             .map(|s| {
-                let mut probe = nest.clone();
-                let mut rng = task_rng(0, 0);
-                let domains = s.trace.domain_sizes(&mut probe, &mut rng).unwrap_or_default();
-                SpaceTrace { trace: s.trace, rules: s.rules, domains }
+                let domains = (0..DOMAIN_ATTEMPTS)
+                    .find_map(|k| s.trace.domain_sizes(&mut nest.clone(), &mut task_rng(k, 0)).ok())
+                    .unwrap_or_default();
+                SpaceTrace { trace: s.trace, rules: s.rules, choices: s.choices, domains }
             })
             .collect();
         DesignSpace { nest: nest.clone(), traces }
     }
 
-    /// Total number of decision combinations over all traces (an upper bound
-    /// on the number of distinct schedules), saturating at `u128::MAX`.
-    pub fn size(&self) -> u128 {
-        self.traces.iter().fold(0u128, |a, t| a.saturating_add(t.size()))
+    /// Total number of decision combinations over all traces, saturating at
+    /// `u128::MAX`: exact, or an upper bound if some domain depends on
+    /// earlier decisions. Different combinations may still give the same
+    /// loop nest (a tail strategy of a loop without a tail, say).
+    pub fn size(&self) -> Count {
+        self.traces.iter().fold(Count::Exact(0), |a, t| a.plus(t.size()))
     }
 
     /// Names of the rules that applied anywhere, in first-use order.
@@ -285,6 +297,55 @@ mod tests {
         ];
         let errors = rejection_reasons("softmax_rows", rvv, kinds);
         assert!(errors.values().sum::<usize>() < 20, "{errors:#?}");
+    }
+
+    /// Distinct decided traces among `draws` samples of each design trace.
+    fn distinct_schedules(space: &DesignSpace, k: usize, draws: usize) -> usize {
+        let mut rng = task_rng(11, k as u64);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..draws {
+            let mut n = space.nest.clone();
+            let (t, _) = space.traces[k].trace.sample(&mut n, &mut rng).expect("draws");
+            seen.insert(t.to_json());
+        }
+        seen.len()
+    }
+
+    #[test]
+    fn independent_domains_count_exactly() {
+        // sum_cos on a fixed 128-bit target: no parallel loop, so no domain
+        // depends on another decision; every combination is reachable.
+        let w = load("sum_cos:N=12").expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(128)));
+        assert!(matches!(space.size(), Count::Exact(_)), "{:?}", space.size());
+        for (k, t) in space.traces.iter().enumerate() {
+            let Count::Exact(n) = t.size() else { panic!("trace {k}: {:?}", t.size()) };
+            assert!(n > 1 && n < 2000, "trace {k}: {n}");
+            assert_eq!(distinct_schedules(&space, k, 40 * n as usize), n as usize, "trace {k}");
+        }
+    }
+
+    #[test]
+    fn dependent_domains_are_bounded_from_above() {
+        // scale_add:N=12 on a fixed target: the vector axis is tiled in three
+        // levels (a, b, c) with a*b*c = 12, and the parallel rule fuses the
+        // outer two (extent 12/c) and picks a chunk count dividing it, so its
+        // domain depends on c. The true count is 4 unroll depths times
+        // sum over m | 12 of (pairs with product m) * d(m) = sum d(m)^2 = 70.
+        let w = load("scale_add:N=12").expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(128)));
+        assert_eq!(space.traces.len(), 1);
+        let t = &space.traces[0];
+        let parallel_tile = t
+            .domains
+            .iter()
+            .find(|(i, _)| matches!(&t.trace.insts[*i], Inst::SamplePerfectTile { max_innermost_factor: 12, n: 2, .. }))
+            .expect("the parallel rule's tiling");
+        assert_eq!(parallel_tile.1, Count::AtMost(6), "d(12) divisors of the largest fused extent");
+        assert!(t.domains.iter().filter(|d| d.0 != parallel_tile.0).all(|(_, c)| c.is_exact()), "{:?}", t.domains);
+        assert_eq!(t.size(), Count::AtMost(18 * 6 * 4));
+        assert_eq!(space.size(), Count::AtMost(18 * 6 * 4));
+        assert_eq!(distinct_schedules(&space, 0, 20_000), 4 * 70);
     }
 
     #[test]

@@ -10,7 +10,9 @@ use scaletune_space::data::make_args;
 use scaletune_space::design::{categorical_choices, sampled_choices, tile_kinds, DesignSpace, Sample};
 use scaletune_space::ir::Nest;
 use scaletune_space::reference::{compare, evaluate, RefTensor};
+use scaletune_space::rules::Choice;
 use scaletune_space::sample::task_rng;
+use scaletune_space::trace::Count;
 use scaletune_space::workload::{Role, Workload};
 use scaletune_space::TensorData;
 use std::collections::BTreeMap;
@@ -120,6 +122,21 @@ pub fn build_and_run(w: &Workload, target: &Target, nest: &Nest, seed: u64) -> R
     Ok(())
 }
 
+/// `scope: key = value` for each option (scope omitted for the whole nest).
+fn choice_list(choices: &[Choice]) -> String {
+    let parts: Vec<String> = choices
+        .iter()
+        .map(|c| {
+            if c.scope == "*" {
+                format!("{} = {}", c.key, c.value)
+            } else {
+                format!("{}: {} = {}", c.scope, c.key, c.value)
+            }
+        })
+        .collect();
+    parts.join("; ")
+}
+
 fn count_line(out: &mut String, title: &str, counts: &BTreeMap<String, usize>) {
     let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(out, "  {title:<22} {}", if parts.is_empty() { "-".to_string() } else { parts.join(", ") });
@@ -135,15 +152,20 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
     let _ = writeln!(out, "design-space traces: {}", space.traces.len());
     for (k, t) in space.traces.iter().enumerate() {
         let _ = writeln!(out, "trace {k} [{}]: {} decision combinations", t.rules.join(", "), t.size());
+        if !t.choices.is_empty() {
+            let _ = writeln!(out, "    options: {}", choice_list(&t.choices));
+        }
         for (i, size) in &t.domains {
-            let _ = writeln!(out, "    {:>10}  {}", size, t.trace.insts[*i]);
+            let _ = writeln!(out, "    {:>10}  {}", size.to_string(), t.trace.insts[*i]);
         }
     }
-    let _ = writeln!(
-        out,
-        "space size: {} decision combinations in all (an upper bound on distinct schedules)",
-        space.size()
-    );
+    let size = space.size();
+    let how = match size {
+        Count::Exact(_) => "exact",
+        Count::AtMost(_) => "an upper bound: some domains depend on earlier decisions and are counted at their largest",
+        Count::Unknown => "some traces could not be drawn from",
+    };
+    let _ = writeln!(out, "space size: {size} decision combinations in all ({how})");
 
     let mut rng = task_rng(a.seed, 0);
     let mut samples = Vec::new();
@@ -186,6 +208,15 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
     count_line(&mut out, "vectorized tiles:", &tiles);
     count_line(&mut out, "sampled tails:", &tails);
     count_line(&mut out, "vector kinds:", &kinds);
+    let mut options: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for s in &samples {
+        for c in &space.traces[s.space_trace].choices {
+            *options.entry(c.key.clone()).or_default().entry(c.value.clone()).or_insert(0) += 1;
+        }
+    }
+    for (key, counts) in &options {
+        count_line(&mut out, &format!("{key}:"), counts);
+    }
 
     let mut failed = failures_to_sample;
     if a.check || a.qemu {

@@ -68,26 +68,50 @@ fn host_has_fixed_widths_only() {
 
 #[test]
 fn samples_of_several_workloads_pass_the_interpreter_check() {
-    for (w, t) in [
-        ("matmul:M=20,N=37,K=12", "neoverse-v1"),
-        ("conv2d_nhwc:H=6,WI=7,C=4,F=9", "sve-generic"),
-        ("paged_read:P=13,PAGES=64", "sve-generic"),
-        ("softmax_rows:M=3,N=29", "rvv"),
-        ("sum_cos:N=77", "rvv"),
-        ("sum_cos:N=77", "sve-generic"),
-    ] {
-        let o = scaletune(&["explore", w, "--target", t, "--samples", "25", "--seed", "3", "--check"]);
-        let r = stdout(&o);
-        assert!(o.status.success(), "{w} on {t}: {r}");
-        assert!(r.contains("25 passed, 0 failed"), "{w} on {t}: {r}");
-        // Scalable targets: fixed and mixed vector tiles (purely scalable
-        // ones too, but those are rare among the four levels of matmul's
-        // tiling), every tail.
-        let tiles = summary_line(&r, "vectorized tiles:");
-        assert!(tiles.contains("fixed") && tiles.contains("mixed"), "{w} on {t}: {tiles}");
-        let tails = summary_line(&r, "sampled tails:");
-        assert!(["peel", "predicate", "scalar"].iter().all(|k| tails.contains(k)), "{w} on {t}: {tails}");
+    // The workloads on both scalable targets (small shapes: the
+    // interpreter is the cost), plus the options each workload's rules offer.
+    let cases: [(&str, &[&str]); 5] = [
+        ("matmul:M=20,N=37,K=12", &["write reuse: cache_write", "write reuse: none", "read reuse: pack"]),
+        ("conv2d_nhwc:H=6,WI=7,C=4,F=9", &["write reuse: cache_write", "read reuse: none"]),
+        ("paged_read:P=13,PAGES=64", &["gather strategy: contiguous rows", "gather strategy: gather"]),
+        ("softmax_rows:M=3,N=29", &["statement fusion: at the consumer's outer loop", "reduction: spatial vectors"]),
+        ("sum_cos:N=77", &["reduction: vector accumulator"]),
+    ];
+    for (w, options) in cases {
+        for t in ["sve-generic", "rvv"] {
+            let o = scaletune(&["explore", w, "--target", t, "--samples", "40", "--seed", "3", "--check"]);
+            let r = stdout(&o);
+            assert!(o.status.success(), "{w} on {t}: {r}");
+            assert!(r.contains("40 passed, 0 failed"), "{w} on {t}: {r}");
+            // Scalable targets: fixed, purely scalable and mixed vector tiles, every tail.
+            let tiles = summary_line(&r, "vectorized tiles:");
+            assert!(["fixed", "scalable", "mixed"].iter().all(|k| tiles.contains(k)), "{w} on {t}: {tiles}");
+            let tails = summary_line(&r, "sampled tails:");
+            assert!(["peel", "predicate", "scalar"].iter().all(|k| tails.contains(k)), "{w} on {t}: {tails}");
+            let kinds = summary_line(&r, "vector kinds:");
+            let expected: &[&str] = if t == "rvv" { &["rvv-vla", "rvv-128"] } else { &["sve-vla", "neon"] };
+            assert!(expected.iter().all(|k| kinds.contains(k)), "{w} on {t}: {kinds}");
+            for opt in options {
+                let (key, value) = opt.split_once(": ").expect("key: value");
+                let line = summary_line(&r, &format!("{key}:"));
+                assert!(line.contains(value), "{w} on {t}: {opt}: {line}");
+            }
+        }
     }
+}
+
+#[test]
+fn space_sizes_say_whether_they_are_exact() {
+    // No parallel loop (a reduction to one element): every domain is independent.
+    let o = scaletune(&["explore", "sum_cos:N=77", "--target", "neon", "--samples", "1"]);
+    let r = stdout(&o);
+    assert!(o.status.success(), "{r}");
+    assert!(summary_line(&r, "space size:").ends_with("decision combinations in all (exact)"), "{r}");
+    // The parallel rule's chunk count depends on the outer tile sizes: a bound, marked per instruction.
+    let o = scaletune(&["explore", "scale_add:N=1000", "--target", "neon", "--samples", "1"]);
+    let r = stdout(&o);
+    assert!(summary_line(&r, "space size:").starts_with("space size: <= "), "{r}");
+    assert!(r.lines().any(|l| l.trim_start().starts_with("<= ") && l.contains("sample_perfect_tile")), "{r}");
 }
 
 #[test]

@@ -5,11 +5,14 @@
 //! only if it applies (legality is checked, never assumed).
 
 mod categorical;
+mod structure;
 mod tile;
 
 pub use categorical::{MutateCategorical, MutateUnroll};
+pub use structure::{mutate_structure, neighbours, option_distance};
 pub use tile::{MutateParallel, MutateTileSize};
 
+use crate::design::{DesignSpace, Sample};
 use crate::ir::Nest;
 use crate::trace::{Inst, Trace};
 use rand::Rng;
@@ -79,6 +82,34 @@ pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace
     None
 }
 
+/// How often [`mutate_sample`] tries a structural move first.
+pub const STRUCTURE_WEIGHT: f64 = 0.15;
+
+/// A mutant of a sample of `space` and the name of the mutator that made
+/// it: a move to a design-space trace that took another structural option
+/// (see [`mutate_structure`]), or a change of decisions ([`mutate`]), each
+/// trying the other when it finds nothing.
+pub fn mutate_sample(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Option<(Sample, &'static str)> {
+    let structural_first = rng.gen::<f64>() < STRUCTURE_WEIGHT;
+    if structural_first {
+        if let Some(m) = mutate_structure(space, s, rng) {
+            return Some((m, structure::NAME));
+        }
+    }
+    if let Some((trace, name)) = mutate(&s.trace, &space.nest, rng) {
+        let mut nest = space.nest.clone();
+        if trace.apply(&mut nest).is_ok() {
+            return Some((Sample { space_trace: s.space_trace, trace, nest, rejected: 0 }, name));
+        }
+    }
+    if !structural_first {
+        if let Some(m) = mutate_structure(space, s, rng) {
+            return Some((m, structure::NAME));
+        }
+    }
+    None
+}
+
 /// The nest and name bindings just before instruction `i` (decisions replayed).
 pub(crate) fn prefix_state(
     trace: &Trace,
@@ -120,5 +151,63 @@ mod tests {
             }
         }
         assert_eq!(worked.len(), registry().len(), "{worked:?}");
+    }
+
+    fn space_of(reference: &str) -> DesignSpace {
+        let w = load(reference).expect("loads");
+        let kinds = vec![("sve-vla".to_string(), VectorCaps::sve_any()), ("neon".to_string(), VectorCaps::fixed(128))];
+        DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::sve_any()).with_kinds(kinds))
+    }
+
+    #[test]
+    fn structural_moves_reach_every_option_and_keep_shared_decisions() {
+        // matmul_bt: gather strategy (tiling) and reuse; paged_read: gather
+        // strategy of the vector-axis rule; softmax_rows: statement fusion
+        // and reduction strategies.
+        for reference in ["matmul_bt:M=24,N=40,K=16", "paged_read:P=13,PAGES=64", "softmax_rows:M=4,N=24"] {
+            let space = space_of(reference);
+            let all: std::collections::BTreeSet<_> =
+                space.traces.iter().flat_map(|t| t.choices.iter().map(|c| (c.key.clone(), c.value.clone()))).collect();
+            assert!(all.len() >= 2, "{reference}: {all:?}");
+            let mut reached = std::collections::BTreeSet::new();
+            let mut rng = task_rng(7, 0);
+            for _ in 0..60 {
+                let s = space.sample(&mut rng).expect("samples");
+                let m = mutate_structure(&space, &s, &mut rng).expect("every trace has a neighbour");
+                assert_ne!(m.space_trace, s.space_trace, "{reference}");
+                assert!(neighbours(&space, s.space_trace).contains(&m.space_trace), "{reference}");
+                assert!(!m.trace.has_undecided(), "{reference}");
+                let mut n = space.nest.clone();
+                m.trace.apply(&mut n).expect("a structural mutant replays");
+                // The vector kind is decided first, before any branch: kept.
+                assert_eq!(m.trace.insts[0], s.trace.insts[0], "{reference}");
+                reached.extend(space.traces[m.space_trace].choices.iter().map(|c| (c.key.clone(), c.value.clone())));
+            }
+            assert_eq!(reached, all, "{reference}");
+        }
+    }
+
+    #[test]
+    fn sample_mutation_uses_decisions_and_structure() {
+        let space = space_of("matmul_bt:M=24,N=40,K=16");
+        let mut rng = task_rng(9, 0);
+        let mut names = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            let s = space.sample(&mut rng).expect("samples");
+            let (m, name) = mutate_sample(&space, &s, &mut rng).expect("a mutant");
+            let mut n = space.nest.clone();
+            m.trace.apply(&mut n).expect("replays");
+            if name == "structure" {
+                assert_ne!(m.space_trace, s.space_trace);
+            } else {
+                assert_eq!(m.space_trace, s.space_trace);
+                assert_eq!(m.trace.without_decisions(), s.trace.without_decisions());
+            }
+            names.insert(name);
+        }
+        assert!(
+            names.contains("structure") && names.contains("tile-size") && names.contains("categorical"),
+            "{names:?}"
+        );
     }
 }

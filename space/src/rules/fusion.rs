@@ -38,6 +38,10 @@ impl WorkloadRule for Fusion {
         if fused == 0 || s.probe.blocks_in(Node::Loop(outer_id)).len() < 2 {
             return None;
         }
-        Some(vec![st.clone(), s.mark(self.name())])
+        let key = "statement fusion";
+        Some(vec![
+            st.clone().choose("*", key, "separate"),
+            s.mark(self.name()).choose("*", key, "at the consumer's outer loop"),
+        ])
     }
 }

@@ -17,7 +17,7 @@ mod unroll;
 mod vector_kind;
 mod vectorize;
 
-pub use state::State;
+pub use state::{Choice, State};
 
 /// A rule over the whole nest (vector kind, fusion of statements, unrolling).
 pub trait WorkloadRule {

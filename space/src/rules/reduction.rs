@@ -78,11 +78,12 @@ impl BlockRule for Reduction {
             .into_iter()
             .find(|k| blk.iters[*k].kind == AxisKind::Reduce)
             .or_else(|| blk.iters.iter().rposition(|i| i.kind == AxisKind::Reduce));
+        let key = "reduction";
         if let Some(r) = reduce_axis {
-            out.extend(Reduction::branch(st, block, r));
+            out.extend(Reduction::branch(st, block, r).map(|s| s.choose(block, key, "vector accumulator")));
         }
         if let Some(sx) = store_axis(nest, b) {
-            out.extend(Reduction::branch(st, block, sx));
+            out.extend(Reduction::branch(st, block, sx).map(|s| s.choose(block, key, "spatial vectors")));
         }
         (!out.is_empty()).then(|| out.into_iter().map(|s| s.mark(self.name())).collect())
     }

@@ -17,13 +17,35 @@ pub struct State {
     pub env: HashMap<String, Rv>,
     /// Rules that changed this state, in order.
     pub rules: Vec<String>,
+    /// The structural options this branch took, in order.
+    pub choices: Vec<Choice>,
     fresh: u32,
+}
+
+/// A structural option a rule took when it branched (which axis to
+/// vectorize, whether to reuse a tile, ...): the part of a design-space
+/// trace that is not a decision of one of its sampling instructions.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Choice {
+    /// What the option is about: a block name, or `*` for the whole nest.
+    pub scope: String,
+    /// The option (`gather strategy`, `write reuse`, ...).
+    pub key: String,
+    /// The value taken (`gather`, `contiguous rows`, `cache_write`, `none`, ...).
+    pub value: String,
 }
 
 impl State {
     /// The empty design space of a nest.
     pub fn new(nest: Nest) -> State {
-        State { trace: Trace::default(), probe: nest, env: HashMap::new(), rules: Vec::new(), fresh: 0 }
+        State {
+            trace: Trace::default(),
+            probe: nest,
+            env: HashMap::new(),
+            rules: Vec::new(),
+            choices: Vec::new(),
+            fresh: 0,
+        }
     }
 
     /// A fresh result name with the given prefix.
@@ -63,6 +85,12 @@ impl State {
         if self.rules.last().map(|r| r.as_str()) != Some(rule) {
             self.rules.push(rule.to_string());
         }
+        self
+    }
+
+    /// Records the structural option this branch took.
+    pub fn choose(mut self, scope: &str, key: &str, value: &str) -> State {
+        self.choices.push(Choice { scope: scope.to_string(), key: key.to_string(), value: value.to_string() });
         self
     }
 

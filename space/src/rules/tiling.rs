@@ -149,10 +149,24 @@ impl BlockRule for MultiLevelTiling {
         let mut out = Vec::new();
         for choice in &choices {
             let Some(tiled) = self.tile(st, block, choice) else { continue };
-            let tiled = tiled.mark(self.name());
+            let mut tiled = tiled.mark(self.name());
+            if choices.len() > 1 {
+                let how = match choice {
+                    VectorAxis::Spatial(_) => "gather",
+                    VectorAxis::Reduction(_) => "contiguous reduction axis",
+                };
+                tiled = tiled.choose(block, "gather strategy", how);
+            }
             for write_reuse in [false, true] {
                 for read_reuse in [false, true] {
                     let mut s = tiled.clone();
+                    s = s.choose(block, "write reuse", if write_reuse { "cache_write" } else { "none" });
+                    // Read reuse is an option only where an operand can be packed.
+                    if let VectorAxis::Spatial(k) = choice {
+                        if packed_operand(&s, block, *k).is_some() {
+                            s = s.choose(block, "read reuse", if read_reuse { "pack" } else { "none" });
+                        }
+                    }
                     if write_reuse {
                         let Some((brv, at)) = Self::level_loop(&mut s, block, s1_last) else { continue };
                         let wb = s.name("wb");
@@ -196,7 +210,8 @@ fn packed_operand(s: &State, block: &str, k: usize) -> Option<String> {
 }
 
 /// Vectorizes the innermost loop of a copy block (write-back or packing):
-/// split by one vector register (`L*vscale` lanes) with a predicated tail.
+/// split by one vector register (`L*vscale` lanes), with a sampled tail
+/// strategy like every other vector loop.
 fn vectorize_copy(s: &mut State, block_rv: &str) {
     let Some(Rv::Block(b)) = s.env.get(block_rv).cloned() else { return };
     let own = s.own_loops(block_rv, b);
@@ -208,7 +223,7 @@ fn vectorize_copy(s: &mut State, block_rv: &str) {
     let factor =
         crate::trace::TExpr::Mul(Box::new(crate::trace::TExpr::Int(lanes)), Box::new(crate::trace::TExpr::VScale));
     if t.push(Inst::Split { outs: vec![o, i.clone()], loop_: inner, factors: vec![None, Some(factor)] })
-        && t.push(Inst::Vectorize { loop_: i, tail: crate::trace::SArg::lit("predicate") })
+        && vectorize(&mut t, &i)
     {
         *s = t;
     }

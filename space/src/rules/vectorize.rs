@@ -83,11 +83,32 @@ impl BlockRule for VectorizeAxis {
                 candidates.push(k);
             }
         }
+        let any_gather = candidates.iter().any(|k| gathers_when_vectorized(nest, b, *k));
+        let several = candidates.len() > 1;
         let out: Vec<State> = candidates
             .into_iter()
-            .filter_map(|k| VectorizeAxis::branch(st, block, k))
-            .map(|s| s.mark(self.name()))
+            .filter_map(|k| {
+                let mut s = VectorizeAxis::branch(st, block, k)?.mark(self.name());
+                if several {
+                    s = s.choose(block, "vector axis", &axis_label(&nest.var(blk.iters[k].var).name));
+                }
+                if any_gather {
+                    let how = if gathers_when_vectorized(nest, b, k) { "gather" } else { "contiguous rows" };
+                    s = s.choose(block, "gather strategy", how);
+                }
+                Some(s)
+            })
             .collect();
         (!out.is_empty()).then_some(out)
+    }
+}
+
+/// The workload's name of an axis from its iteration variable's name
+/// (`vj` or `vj_3` for axis `j`).
+fn axis_label(var_name: &str) -> String {
+    let base = var_name.strip_prefix('v').unwrap_or(var_name);
+    match base.rsplit_once('_') {
+        Some((head, tail)) if !head.is_empty() && tail.chars().all(|c| c.is_ascii_digit()) => head.to_string(),
+        _ => base.to_string(),
     }
 }

@@ -76,13 +76,19 @@ pub struct TileDomain {
     pub mixed: bool,
 }
 
-/// Fixed factors offered for middle levels of a scalable tiling.
-const SCALABLE_MIDDLE: [i64; 4] = [1, 2, 4, 8];
+/// Largest fixed factor of a middle level of a scalable tiling.
+const SCALABLE_MIDDLE_MAX: i64 = 8;
 
 impl TileDomain {
+    /// Fixed factors of a level: any count of blocks (1, 2, 3, ..) for
+    /// levels outside the innermost, powers of two for the innermost (when
+    /// fixed, it is the vector of a mixed tiling: a vector length).
     fn fixed_choices(&self, innermost: bool) -> Vec<i64> {
         if !self.mixed && !innermost {
-            return SCALABLE_MIDDLE.to_vec();
+            return (1..=SCALABLE_MIDDLE_MAX).collect();
+        }
+        if !innermost {
+            return (1..=self.max_fixed.max(1)).collect();
         }
         let mut v = Vec::new();
         let mut f = 1;
@@ -140,10 +146,21 @@ impl TileDomain {
         self.all().len() as u128
     }
 
-    /// Draws a decision uniformly.
+    /// Draws a decision: first a kind of tiling uniformly among those the
+    /// domain has (all levels fixed; scalable with every fixed level 1;
+    /// scalable and fixed levels above 1 mixed), then a decision of that
+    /// kind uniformly. Drawing uniformly over the whole domain would almost
+    /// never give a purely scalable tiling: there are few of them.
     pub fn sample(&self, rng: &mut impl Rng) -> Vec<TileChoice> {
-        let all = self.all();
-        all[rng.gen_range(0..all.len())].clone()
+        let mut strata: [Vec<Vec<TileChoice>>; 3] = Default::default();
+        for d in self.all() {
+            let scalable = d.iter().any(|c| c.is_scalable());
+            let fixed_above_1 = d.iter().any(|c| matches!(c, TileChoice::Fixed(f) if *f > 1));
+            strata[usize::from(scalable) + usize::from(scalable && fixed_above_1)].push(d);
+        }
+        let present: Vec<&Vec<Vec<TileChoice>>> = strata.iter().filter(|s| !s.is_empty()).collect();
+        let stratum = present[rng.gen_range(0..present.len())];
+        stratum[rng.gen_range(0..stratum.len())].clone()
     }
 
     /// Checks a recorded decision.
@@ -175,13 +192,41 @@ mod tests {
         assert_eq!(s.size(), 3);
         assert!(s.all().iter().all(|d| d[0].is_scalable()));
         let s3 = TileDomain { n: 3, lanes: 4, max_fixed: 0, max_vscale: 2, mixed: false };
-        assert_eq!(s3.size(), 4 * 2);
+        assert_eq!(s3.size(), 8 * 2);
+        assert!(s3.all().contains(&vec![TileChoice::Fixed(3), TileChoice::Scalable(8)]));
         let m = TileDomain { n: 3, lanes: 4, max_fixed: 8, max_vscale: 2, mixed: true };
-        // 4 fixed choices per level: 16 all-fixed, plus scalable (m = 1, 2) at either level: 2 * 4 * 2.
-        assert_eq!(m.size(), 16 + 16);
+        // Middle level: 1..=8 fixed or scalable (m = 1, 2); innermost: 1, 2, 4, 8 fixed or scalable.
+        // All fixed 8 * 4, scalable middle 2 * 4, scalable innermost 8 * 2.
+        assert_eq!(m.size(), 32 + 8 + 16);
+        assert!(m.check(&[TileChoice::Fixed(3), TileChoice::Fixed(4)]).is_ok());
+        assert!(m.check(&[TileChoice::Fixed(4), TileChoice::Fixed(3)]).is_err(), "a fixed vector of 3 lanes");
         assert!(m.all().iter().all(|d| d.iter().filter(|c| c.is_scalable()).count() <= 1));
         assert!(m.check(&[TileChoice::Fixed(4), TileChoice::Scalable(8)]).is_ok());
         assert!(m.check(&[TileChoice::Fixed(4), TileChoice::Scalable(12)]).is_err());
         assert_eq!(TileChoice::from_texpr(&TileChoice::Scalable(8).texpr()), Some(TileChoice::Scalable(8)));
+    }
+
+    #[test]
+    fn draws_give_each_kind_of_tiling_a_fair_share() {
+        // 2,528 decisions, only 9 of them purely scalable.
+        let m = TileDomain { n: 4, lanes: 4, max_fixed: 16, max_vscale: 4, mixed: true };
+        assert_eq!(m.size(), 16 * 16 * 5 + 3 * 16 * 5 + 16 * 3 * 5 + 16 * 16 * 3);
+        assert_eq!(
+            m.all().iter().filter(|d| d.iter().all(|c| c.is_scalable() || *c == TileChoice::Fixed(1))).count(),
+            1 + 9
+        );
+        let mut rng = crate::sample::task_rng(1, 0);
+        let mut counts = [0usize; 3];
+        for _ in 0..3000 {
+            let d = m.sample(&mut rng);
+            assert!(m.check(&d).is_ok());
+            let scalable = d.iter().any(|c| c.is_scalable());
+            let fixed = d.iter().any(|c| matches!(c, TileChoice::Fixed(f) if *f > 1));
+            counts[usize::from(scalable) + usize::from(scalable && fixed)] += 1;
+        }
+        assert!(counts.iter().all(|c| (850..1150).contains(c)), "{counts:?}");
+        // A purely scalable domain has a single kind.
+        let s = TileDomain { n: 2, lanes: 4, max_fixed: 0, max_vscale: 4, mixed: false };
+        assert!((0..50).all(|_| s.sample(&mut rng)[0].is_scalable()));
     }
 }

@@ -1,5 +1,6 @@
 //! Replaying a trace on a loop nest.
 
+use super::domain::{Count, Provenance};
 use super::{Cand, Inst, SArg, TExpr, Trace};
 use crate::expr::{simplify, Expr};
 use crate::ids::{BlockId, LoopId};
@@ -72,8 +73,9 @@ impl fmt::Display for TraceError {
     }
 }
 
-/// A decided trace, its final bindings, and the domain size of each sampling instruction.
-type RunOutcome = (Trace, HashMap<String, Rv>, Vec<(usize, u128)>);
+/// A decided trace, its final bindings, and the number of decisions of each
+/// sampling instruction (by instruction index).
+type RunOutcome = (Trace, HashMap<String, Rv>, Vec<(usize, Count)>);
 
 struct Env<'a> {
     vars: HashMap<String, Rv>,
@@ -182,13 +184,18 @@ impl Trace {
     ) -> Result<RunOutcome, TraceError> {
         let mut vars = env;
         let mut sizes = Vec::new();
+        let mut prov = Provenance::default();
         let mut out = Trace { insts: Vec::with_capacity(self.insts.len()), lines: self.lines.clone() };
         for (i, inst) in self.insts.iter().enumerate() {
+            let varying = prov.before(inst, &vars, nest);
             let mut env = Env { vars, line: self.lines.get(i).copied(), inst };
             let (decided, size) = step(&mut env, nest, rng.as_deref_mut())?;
             out.insts.push(decided.unwrap_or_else(|| inst.clone()));
             if let Some(sz) = size {
-                sizes.push((i, sz));
+                sizes.push((i, prov.count(inst, sz, &env.vars, nest)));
+            }
+            if let Some(v) = varying {
+                prov.after(v, &env.vars);
             }
             if !matches!(inst, Inst::GetBlock { .. } | Inst::GetLoops { .. } | Inst::UseVectors { .. })
                 && !inst.is_sampling()
@@ -201,8 +208,9 @@ impl Trace {
     }
 
     /// The number of possible decisions of each sampling instruction (by
-    /// instruction index), found by sampling the trace with `rng`.
-    pub fn domain_sizes(&self, nest: &mut Nest, rng: &mut ChaCha8Rng) -> Result<Vec<(usize, u128)>, TraceError> {
+    /// instruction index), found by sampling the trace with `rng`: exact
+    /// where it does not depend on earlier decisions, else an upper bound.
+    pub fn domain_sizes(&self, nest: &mut Nest, rng: &mut ChaCha8Rng) -> Result<Vec<(usize, Count)>, TraceError> {
         self.run(nest, HashMap::new(), Some(rng)).map(|(_, _, sizes)| sizes)
     }
 }

@@ -16,6 +16,7 @@
 //! ```
 
 mod apply;
+mod domain;
 mod parse;
 mod print;
 
@@ -24,6 +25,7 @@ mod tests;
 
 pub use crate::sample::SampleError;
 pub use apply::{Rv, TraceError, TraceErrorKind};
+pub use domain::Count;
 pub use parse::parse_trace;
 
 use serde::{Deserialize, Serialize};

@@ -1,1 +1,131 @@
+//! Sampling instructions in traces: decisions recorded, replayed without the
+//! RNG, and refused with a reason when they no longer fit.
 
+use super::*;
+use crate::caps::VectorCaps;
+use crate::design::DesignSpace;
+use crate::ir::Nest;
+use crate::sample::{lanes_per_granule, task_rng, TileChoice};
+use crate::workload::load;
+
+fn nest(workload: &str, caps: VectorCaps) -> Nest {
+    Nest::from_workload(&load(workload).expect("loads"), caps)
+}
+
+fn replay_error(workload: &str, caps: VectorCaps, text: &str) -> TraceError {
+    let t = parse_trace(text).expect("parses");
+    let mut n = nest(workload, caps);
+    t.apply(&mut n).expect_err("the decision does not fit")
+}
+
+const TILED: &str = r#"b = get_block("C")
+i, j, k = get_loops(b)
+t1, t2, t3 = sample_perfect_tile(i, n=3, max_innermost_factor=8, decision=[16, 4, 4])
+i0, i1, i2 = split(i, factors=[t1, t2, t3])
+t4, t5 = sample_mixed_tile(j, n=2, max_innermost_fixed=16, max_innermost_vscale=4, decision=[4*vscale])
+j0, j1 = split(j, factors=[t4, t5])
+tail = sample_categorical(candidates=["predicate", "peel", "scalar"], probs=[0.4, 0.3, 0.3], decision=1)
+reorder(i0, j0, k, i1, i2, j1)
+vectorize(j1, tail=tail)
+"#;
+
+#[test]
+fn decided_traces_replay_and_keep_their_decisions() {
+    let t = parse_trace(TILED).expect("parses");
+    let mut a = nest("matmul:M=256,N=256,K=256", VectorCaps::sve_any());
+    t.apply(&mut a).expect("applies");
+    // Sampling a fully decided trace draws nothing: any RNG gives the same trace and nest.
+    for seed in [1, 2, 3] {
+        let mut b = nest("matmul:M=256,N=256,K=256", VectorCaps::sve_any());
+        let (decided, _) = t.sample(&mut b, &mut task_rng(seed, 0)).expect("samples");
+        assert_eq!(decided.insts, t.insts);
+        assert_eq!(b.to_string(), a.to_string());
+    }
+    // The text and JSON forms keep the decisions.
+    assert_eq!(parse_trace(&t.to_string()).expect("parses").insts, t.insts);
+    assert_eq!(Trace::from_json(&t.to_json()).expect("parses").insts, t.insts);
+}
+
+#[test]
+fn a_perfect_tiling_refuses_a_changed_shape() {
+    let e = replay_error("matmul:M=200,N=256,K=256", VectorCaps::sve_any(), TILED);
+    assert_eq!(e.kind, TraceErrorKind::Sample);
+    assert_eq!(e.line, Some(3));
+    assert!(e.inst.as_deref().is_some_and(|i| i.starts_with("t1, t2, t3 = sample_perfect_tile(i")), "{e}");
+    assert!(e.message.contains("multiplies to 256, but the loop's extent is 200"), "{e}");
+}
+
+#[test]
+fn a_scalable_tiling_refuses_factors_outside_its_domain() {
+    // f32 has 4 lanes per 128-bit granule: `3*vscale` is no multiple of them ...
+    let f32_matmul = "matmul:M=64,N=64,K=64";
+    let text = TILED.replace("decision=[16, 4, 4]", "decision=[4, 4, 4]").replace("[4*vscale]", "[3*vscale]");
+    let e = replay_error(f32_matmul, VectorCaps::sve_any(), &text);
+    assert_eq!(e.kind, TraceErrorKind::Sample);
+    assert!(e.message.contains("decision [3*vscale] is not in the domain (4 lanes per granule"), "{e}");
+    // ... and a multiplier above the maximum is refused too.
+    let text = TILED.replace("decision=[16, 4, 4]", "decision=[4, 4, 4]").replace("[4*vscale]", "[32*vscale]");
+    let e = replay_error(f32_matmul, VectorCaps::sve_any(), &text);
+    assert!(e.message.contains("vscale multipliers up to 4"), "{e}");
+}
+
+#[test]
+fn lanes_per_granule_follow_the_dtype_and_the_granule() {
+    let sve = VectorCaps::sve_any();
+    let rvv = VectorCaps::scalable(64, 128, 1024);
+    assert_eq!([32, 16, 64, 8].map(|b| lanes_per_granule(&sve, b)), [4, 8, 2, 16]);
+    assert_eq!([32, 16, 64, 8].map(|b| lanes_per_granule(&rvv, b)), [2, 4, 1, 8]);
+    // A scalable tiling's innermost factor is m * L * vscale for m a power of two up to the maximum.
+    let text = r#"b = get_block("C")
+i, j, k = get_loops(b)
+t1, t2, t3 = sample_scalable_tile(j, n=3, max_innermost_vscale=4)
+j0, j1, j2 = split(j, factors=[t1, t2, t3])
+vectorize(j2, tail="predicate")
+"#;
+    let t = parse_trace(text).expect("parses");
+    for (caps, lanes) in [(sve, 4i64), (rvv, 2)] {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut rng = task_rng(5, 0);
+        for _ in 0..200 {
+            let mut n = nest("matmul:M=16,N=100,K=8", caps.clone());
+            let (decided, _) = t.sample(&mut n, &mut rng).expect("samples");
+            let Inst::SampleScalableTile { decision: Some(d), .. } = &decided.insts[2] else { panic!("decided") };
+            let inner = TileChoice::from_texpr(&d[1]).expect("a tile choice");
+            let TileChoice::Scalable(k) = inner else { panic!("the innermost level is scalable: {d:?}") };
+            assert!(matches!(TileChoice::from_texpr(&d[0]), Some(TileChoice::Fixed(_))), "{d:?}");
+            seen.insert(k);
+            // The decided trace replays without the RNG.
+            decided.apply(&mut nest("matmul:M=16,N=100,K=8", caps.clone())).expect("replays");
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![lanes, 2 * lanes, 4 * lanes]);
+    }
+}
+
+#[test]
+fn categorical_decisions_out_of_range_or_missing_are_refused() {
+    let e = replay_error("matmul:M=256,N=256,K=256", VectorCaps::sve_any(), &TILED.replace("decision=1", "decision=3"));
+    assert!(e.message.contains("decision 3 is not one of the 3 candidates"), "{e}");
+    let e =
+        replay_error("matmul:M=256,N=256,K=256", VectorCaps::sve_any(), &TILED.replace(", decision=[16, 4, 4]", ""));
+    assert!(e.message.contains("has no decision"), "{e}");
+}
+
+#[test]
+fn a_design_space_sample_replays_only_on_its_own_shape() {
+    let w = load("conv2d_nhwc:H=6,WI=7,C=4,F=9").expect("loads");
+    let n = Nest::from_workload(&w, VectorCaps::sve_any());
+    let space = DesignSpace::generate(&n);
+    let mut rng = task_rng(2, 0);
+    let mut refused = 0;
+    for _ in 0..20 {
+        let s = space.sample(&mut rng).expect("samples");
+        s.trace.apply(&mut n.clone()).expect("replays on its own shape");
+        let other = Nest::from_workload(&load("conv2d_nhwc:H=7,WI=7,C=4,F=9").expect("loads"), VectorCaps::sve_any());
+        if let Err(e) = s.trace.apply(&mut other.clone()) {
+            assert_eq!(e.kind, TraceErrorKind::Sample, "{e}");
+            refused += 1;
+        }
+    }
+    // The output rows (H - 2) are tiled perfectly: a decision for 4 rows cannot multiply to 5.
+    assert_eq!(refused, 20);
+}
