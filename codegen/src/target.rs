@@ -364,3 +364,40 @@ impl Target {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind_names(t: &Target) -> Vec<String> {
+        t.vector_kinds().into_iter().map(|(k, _)| k).collect()
+    }
+
+    #[test]
+    fn vector_kinds_per_target() {
+        let load = |n: &str| Target::load(n).expect("shipped");
+        // SVE at a known VL: that length, length-agnostic, and NEON.
+        let v1 = load("neoverse-v1");
+        assert_eq!(kind_names(&v1), ["sve", "sve-vla", "neon"]);
+        let kinds = v1.vector_kinds();
+        assert_eq!(kinds[0].1.vscale_values, [2], "256-bit SVE");
+        assert_eq!(kinds[1].1.vscale_values, [1, 2, 4, 8, 16], "any VL");
+        assert!(!kinds[2].1.scalable);
+        assert_eq!(kind_names(&load("a64fx")), ["sve", "sve-vla", "neon"]);
+        // Length-agnostic SVE: no fixed-length SVE kind.
+        assert_eq!(kind_names(&load("sve-generic")), ["sve-vla", "neon"]);
+        assert_eq!(kind_names(&load("neon")), ["neon"]);
+        // RVV: length-agnostic, and fixed at the first default VLEN.
+        let rvv = load("rvv");
+        assert_eq!(kind_names(&rvv), ["rvv-vla", format!("rvv-{}", rvv.default_vl_bits[0]).as_str()]);
+        assert_eq!(rvv.vector_kinds()[1].1.vscale_values, [rvv.default_vl_bits[0] / 64]);
+        // x86: the fixed widths the CPU's features allow.
+        let host = load("host");
+        let with = |f: &str| Target { features: f.to_string(), ..host.clone() };
+        assert_eq!(kind_names(&with("+avx2,+avx512f,+fma")), ["avx512", "avx2"]);
+        assert_eq!(kind_names(&with("+avx2,+fma")), ["avx2"]);
+        assert_eq!(kind_names(&with("+sse4.2")), ["sse"]);
+        let widths: Vec<u32> = with("+avx2,+avx512f").vector_kinds().iter().map(|(_, c)| c.max_bits()).collect();
+        assert_eq!(widths, [512, 256]);
+    }
+}
