@@ -6,6 +6,9 @@ use crate::caps::VectorCaps;
 use crate::expr::Expr;
 use crate::trace::TExpr;
 use rand::Rng;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// The factor of one inner tiling level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,7 +64,7 @@ pub fn lanes_per_granule(caps: &VectorCaps, dtype_bits: u32) -> i64 {
 /// The decisions of a scalable or mixed tiling of `n` levels (the outermost
 /// level is always `ceildiv(extent, product of the others)` and not part of
 /// the decision).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TileDomain {
     /// Number of levels.
     pub n: usize,
@@ -74,6 +77,13 @@ pub struct TileDomain {
     /// Mixed: any level may be fixed or scalable (at most one scalable).
     /// Scalable: the innermost is scalable and the others fixed.
     pub mixed: bool,
+}
+
+/// A domain's decisions, by kind of tiling (fixed, scalable, mixed), and as a set.
+struct Enumerated {
+    all: Vec<Vec<TileChoice>>,
+    strata: [Vec<usize>; 3],
+    set: HashSet<Vec<TileChoice>>,
 }
 
 /// Largest fixed factor of a middle level of a scalable tiling.
@@ -113,6 +123,33 @@ impl TileDomain {
 
     /// Every decision, inner levels outermost first.
     pub fn all(&self) -> Vec<Vec<TileChoice>> {
+        self.enumerated().all.clone()
+    }
+
+    /// The decisions, enumerated once per domain and thread.
+    fn enumerated(&self) -> Rc<Enumerated> {
+        thread_local! {
+            static CACHE: RefCell<HashMap<TileDomain, Rc<Enumerated>>> = RefCell::new(HashMap::new());
+        }
+        CACHE.with(|c| {
+            c.borrow_mut()
+                .entry(self.clone())
+                .or_insert_with(|| {
+                    let all = self.enumerate();
+                    let mut strata: [Vec<usize>; 3] = Default::default();
+                    for (i, d) in all.iter().enumerate() {
+                        let scalable = d.iter().any(|c| c.is_scalable());
+                        let fixed_above_1 = d.iter().any(|c| matches!(c, TileChoice::Fixed(f) if *f > 1));
+                        strata[usize::from(scalable) + usize::from(scalable && fixed_above_1)].push(i);
+                    }
+                    let set = all.iter().cloned().collect();
+                    Rc::new(Enumerated { all, strata, set })
+                })
+                .clone()
+        })
+    }
+
+    fn enumerate(&self) -> Vec<Vec<TileChoice>> {
         let levels = self.n.saturating_sub(1);
         let mut out: Vec<(Vec<TileChoice>, bool)> = vec![(Vec::new(), false)];
         for l in 0..levels {
@@ -143,7 +180,7 @@ impl TileDomain {
 
     /// Number of decisions.
     pub fn size(&self) -> u128 {
-        self.all().len() as u128
+        self.enumerated().all.len() as u128
     }
 
     /// Draws a decision: first a kind of tiling uniformly among those the
@@ -152,15 +189,10 @@ impl TileDomain {
     /// kind uniformly. Drawing uniformly over the whole domain would almost
     /// never give a purely scalable tiling: there are few of them.
     pub fn sample(&self, rng: &mut impl Rng) -> Vec<TileChoice> {
-        let mut strata: [Vec<Vec<TileChoice>>; 3] = Default::default();
-        for d in self.all() {
-            let scalable = d.iter().any(|c| c.is_scalable());
-            let fixed_above_1 = d.iter().any(|c| matches!(c, TileChoice::Fixed(f) if *f > 1));
-            strata[usize::from(scalable) + usize::from(scalable && fixed_above_1)].push(d);
-        }
-        let present: Vec<&Vec<Vec<TileChoice>>> = strata.iter().filter(|s| !s.is_empty()).collect();
+        let e = self.enumerated();
+        let present: Vec<&Vec<usize>> = e.strata.iter().filter(|s| !s.is_empty()).collect();
         let stratum = present[rng.gen_range(0..present.len())];
-        stratum[rng.gen_range(0..stratum.len())].clone()
+        e.all[stratum[rng.gen_range(0..stratum.len())]].clone()
     }
 
     /// Checks a recorded decision.
@@ -168,7 +200,7 @@ impl TileDomain {
         if d.len() + 1 != self.n {
             return Err(SampleError(format!("decision has {} entries, expected {}", d.len(), self.n - 1)));
         }
-        if self.all().iter().any(|x| x == d) {
+        if self.enumerated().set.contains(d) {
             return Ok(());
         }
         let shown: Vec<String> = d.iter().map(|c| c.texpr().to_string()).collect();
