@@ -17,6 +17,7 @@ use std::collections::HashMap;
 const WORKLOADS: &[&str] = &[
     "scale_add:N=37",
     "axpy:N=29",
+    "daxpy:N=23",
     "sum_cos:N=37",
     "row_sum:M=5,N=11",
     "softmax_rows:M=3,N=11",

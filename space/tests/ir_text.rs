@@ -16,6 +16,7 @@ use scaletune_space::VectorCaps;
 const WORKLOADS: &[&str] = &[
     "scale_add:N=37",
     "axpy:N=29",
+    "daxpy:N=23",
     "sum_cos:N=45",
     "row_sum:M=5,N=19",
     "softmax_rows:M=3,N=21",
@@ -96,6 +97,8 @@ fn naive_nests_of_every_shipped_workload_round_trip() {
     for feature in [
         "scalar s: f32 = 1.5",         // scale_add's scalar
         "scalar a: f32 = 0.75",        // axpy's scalar
+        "scalar a: f64 = 0.3",         // daxpy's f64 scalar
+        "tensor Out: f64[23] output",  // daxpy's f64 tensors
         "i32[11] input range [0, 40]", // paged_read's index tensor and its range
         "Storage[Ind[",                // an indirect index
         "cos(",                        // sum_cos
