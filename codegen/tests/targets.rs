@@ -27,7 +27,7 @@ fn llvm_knows(triple: &str) -> (BTreeSet<String>, BTreeSet<String>) {
             section = 1;
         } else if line.starts_with("Available features") {
             section = 2;
-        } else if let Some(word) = line.trim_start().split_whitespace().next() {
+        } else if let Some(word) = line.split_whitespace().next() {
             if line.starts_with("  ") && line.contains(" - ") {
                 match section {
                     1 => cpus.insert(word.to_string()),
