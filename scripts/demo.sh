@@ -1,19 +1,32 @@
 #!/bin/sh
 # The `make demo` script: shows the pipeline end to end and writes a report.
 # Usage: scripts/demo.sh PATH/TO/scaletune OUTDIR
+#
+# Every step's output goes to the terminal and to OUTDIR/report.md. The first
+# failing step ends the demo: the report keeps what ran so far plus a line
+# naming the failed step, and the script exits with that step's status (POSIX
+# sh has no pipefail, so the status of the steps is passed out of the
+# `| tee` pipeline through a file).
 set -eu
 ST="$1"
 OUT="$2"
 mkdir -p "$OUT"
 REPORT="$OUT/report.md"
+STATUS="$OUT/.demo-status"
+rm -f "$STATUS"
+
+fail() {
+  echo "demo FAILED with exit status $1: $2"
+  exit "$1"
+}
 
 run() {
   echo "\$ scaletune $*"
-  "$ST" "$@"
+  "$ST" "$@" || fail "$?" "scaletune $*"
   echo
 }
 
-{
+steps() {
   echo "# scaletune demo report"
   echo
   echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m) by scripts/demo.sh."
@@ -35,7 +48,9 @@ run() {
   run compile scale_add --target sve-generic --schedule configs/schedules/scale_add_predicated.trace \
       --emit loops,asm --out "$OUT/scale_add-sve"
   echo "SVE instructions of the kernel loop:"
-  grep -E "whilelo|ld1w|st1w|fadd|fmul" "$OUT/scale_add-sve/scaletune_scale_add.s" | sed 's/^/    /'
+  sve=$(grep -E "whilelo|ld1w|st1w|fadd|fmul" "$OUT/scale_add-sve/scaletune_scale_add.s") \
+    || fail "$?" "no SVE instructions in $OUT/scale_add-sve/scaletune_scale_add.s"
+  printf '%s\n' "$sve" | sed 's/^/    /'
   echo
   run check scale_add --target sve-generic --schedule configs/schedules/scale_add_predicated.trace --vl 128,256,512,2048
   echo "## 4. The schedule space: 20 sampled schedules, each checked in the interpreter"
@@ -50,7 +65,21 @@ run() {
   run measure matmul:M=128,N=128,K=128 --target neoverse-v1 --runner qemu --vl 128,256,512 \
       --schedule configs/schedules/matmul_tiled_neon.trace
   echo '```'
+}
+
+{
+  # `set -e` is in force inside the subshell (it is not part of an AND-OR
+  # list), so the steps stop at the first failure; its status is recorded.
+  set +e
+  (set -e; steps)
+  echo "$?" > "$STATUS"
 } 2>&1 | tee "$REPORT"
 
+status=$(cat "$STATUS" 2>/dev/null || echo 1)
+rm -f "$STATUS"
 echo
+if [ "$status" -ne 0 ]; then
+  echo "demo FAILED (exit status $status); the report so far is in $REPORT" >&2
+  exit "$status"
+fi
 echo "report written to $REPORT"

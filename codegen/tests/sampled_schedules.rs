@@ -18,6 +18,7 @@ use scaletune_space::workload::{load, Role};
 const WORKLOADS: &[&str] = &[
     "scale_add:N=37",
     "axpy:N=29",
+    "daxpy:N=23",
     "sum_cos:N=45",
     "row_sum:M=5,N=19",
     "softmax_rows:M=3,N=21",

@@ -70,6 +70,19 @@ impl DType {
         }
     }
 
+    /// The smallest positive subnormal value (0 for integers): the bound on
+    /// the absolute rounding error of a product, quotient or conversion whose
+    /// result lies in the subnormal range, where the relative bound
+    /// [`DType::epsilon`] does not hold.
+    pub fn min_subnormal(self) -> f64 {
+        match self {
+            DType::F16 => f64::from(half::f16::from_bits(1)),
+            DType::F32 => f64::from(f32::from_bits(1)),
+            DType::F64 => f64::from_bits(1),
+            DType::I8 | DType::I32 => 0.0,
+        }
+    }
+
     /// True if a value of `self` converts to `to` without loss (a widening).
     pub fn widens_to(self, to: DType) -> bool {
         use DType::*;

@@ -113,16 +113,20 @@ impl Eval<'_> {
     /// Value and error bound.
     fn value(&self, v: &Value) -> Result<(f64, f64), ReferenceError> {
         let eps = v.dtype().epsilon();
+        // One rounding to the value's dtype: relative, plus the absolute
+        // error of a result in the subnormal range (sums and differences of
+        // subnormals are exact, so `+` and `-` need only the relative part).
+        let round = |d: DType, r: f64| d.epsilon() * r.abs() + d.min_subnormal();
         let wrap = |x: f64, d: DType| match d {
             DType::I8 => ((x as i64) as i8) as f64,
             DType::I32 => ((x as i64) as i32) as f64,
             _ => x,
         };
         Ok(match v {
-            Value::Const(c, _) => (*c, eps * c.abs()),
-            Value::Scalar(i, _) => {
+            Value::Const(c, d) => (*c, round(*d, *c)),
+            Value::Scalar(i, d) => {
                 let x = self.w.scalars[*i].value;
-                (x, eps * x.abs())
+                (x, round(*d, x))
             }
             Value::Read(a, _) => {
                 let o = self.offset(a.tensor, &a.indices)?;
@@ -132,7 +136,7 @@ impl Eval<'_> {
             Value::Cast(d, a) => {
                 let (x, e) = self.value(a)?;
                 if d.is_float() {
-                    (x, e + d.epsilon() * x.abs())
+                    (x, e + round(*d, x))
                 } else {
                     (wrap(x.trunc(), *d), if e > 0.0 { e + 1.0 } else { 0.0 })
                 }
@@ -145,11 +149,11 @@ impl Eval<'_> {
                     UnFn::Sqrt => {
                         let r = x.sqrt();
                         let prop = if x > 0.0 { (e / x.sqrt()).min(e.sqrt()) } else { e.sqrt() };
-                        (r, prop + eps * r)
+                        (r, prop + round(v.dtype(), r))
                     }
                     UnFn::Exp => {
                         let r = x.exp();
-                        ((r), ((x + e).exp() - r) + 4.0 * eps * r)
+                        (r, ((x + e).exp() - r) + 4.0 * round(v.dtype(), r))
                     }
                     UnFn::Cos => (x.cos(), e.min(2.0) + 4.0 * eps),
                 }
@@ -168,12 +172,12 @@ impl Eval<'_> {
                     }
                     BinOp::Mul => {
                         let r = wrap(x * y, d);
-                        (r, x.abs() * ey + y.abs() * ex + ex * ey + eps * r.abs())
+                        (r, x.abs() * ey + y.abs() * ex + ex * ey + round(d, r))
                     }
                     BinOp::Div => {
                         let r = x / y;
                         let e = if y.abs() > ey { (ex + r.abs() * ey) / (y.abs() - ey) } else { f64::INFINITY };
-                        (r, e + eps * r.abs())
+                        (r, e + round(d, r))
                     }
                     BinOp::Max => (x.max(y), ex.max(ey)),
                     BinOp::Min => (x.min(y), ex.max(ey)),
@@ -231,7 +235,7 @@ fn run_statement(w: &Workload, s: &crate::workload::Statement, mem: &mut [RefTen
         if s.op == UpdateOp::Add {
             acc_err += (n_red - 1).max(1) as f64 * eps * abs_sum;
         }
-        acc_err += eps * acc.abs();
+        acc_err += eps * acc.abs() + lhs_t.dtype.min_subnormal();
         results.push((lhs_off, acc, acc_err));
         if !advance(&mut point[..n_spatial], &extents[..n_spatial]) {
             break;
@@ -388,5 +392,36 @@ mod tests {
         let want: f64 = (0..3).map(|k| args[0].get(k) * args[1].get(k * 2)).sum();
         assert_eq!(r[2].values[0], want);
         assert_eq!(r[2].errors[0], 0.0);
+    }
+
+    /// A product rounded into the subnormal range is within the bound for
+    /// both f32 and f64; a flushed-to-zero f32 result (FTZ/DAZ) is not.
+    #[test]
+    fn subnormal_products_are_within_the_bound_and_flushed_zeros_are_not() {
+        for (dtype, s) in [("f32", 1e-39), ("f64", 1e-310)] {
+            let text = format!(
+                "compute = [\"Y[i] = s * X[i]\"]\n[scalars]\ns = {{ dtype = \"{dtype}\", value = {s:e} }}\n[tensors]\nX = {{ dtype = \"{dtype}\", shape = [64] }}\nY = {{ dtype = \"{dtype}\", shape = [64], role = \"output\" }}\n"
+            );
+            let w = crate::workload::WorkloadSpec::parse(&text, "t.toml", "t")
+                .and_then(|sp| sp.instantiate(&[]))
+                .expect("parses");
+            let args = make_args(&w, 4);
+            let r = evaluate(&w, &args).expect("evaluates");
+            let d = w.tensors[1].dtype;
+            let mut got = TensorData::zeros(d, 64);
+            for i in 0..64 {
+                let x = args[0].get(i);
+                let y = if d == DType::F32 { f64::from(s as f32 * x as f32) } else { s * x };
+                assert!(y == 0.0 || y.abs() < if d == DType::F32 { 1.2e-38 } else { 2.3e-308 }, "{y} is subnormal");
+                got.set(i, y);
+            }
+            assert!(compare("Y", &got, &r[1]).passed(), "{dtype}: {:?}", compare("Y", &got, &r[1]));
+            if d == DType::F32 {
+                // (For f64, `compare`'s absolute floor of 1e-300 covers subnormals.)
+                let flushed = TensorData::zeros(d, 64);
+                let c = compare("Y", &flushed, &r[1]);
+                assert!(c.mismatches > 60, "{dtype}: {c:?}");
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `scaletune` binary: the tiled matmul on every
-//! kind of target, gathers vs. contiguous loads, the predicated reduction,
-//! and one-line errors for bad input.
+//! kind of target, gathers vs. contiguous loads (also on NEON, Neoverse V2 and
+//! A64FX), the predicated reduction, the naive nest, exit status 1 on a
+//! wrong result, and one-line errors for bad input.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -104,9 +105,106 @@ fn gathered_and_contiguous_dimensions() {
 
 #[test]
 fn predicated_vector_reduction_at_every_vector_length() {
-    let t = check_ok("sum_cos:N=500", "sve-generic", &sched("sum_cos_reduction"), None);
-    assert_eq!(t.matches(": ok").count(), 4, "{t}");
+    let t = check_ok("sum_cos:N=500", "sve-generic", &sched("sum_cos_reduction"), Some("128,256,512,1024,2048"));
+    for vl in ["128", "256", "512", "1024", "2048"] {
+        assert!(t.contains(&format!("VL {vl:>4}: ok")), "{t}");
+    }
     check_ok("sum_cos:N=500", "rvv", &sched("sum_cos_reduction"), Some("128,256,512,1024"));
+}
+
+/// The fixed-length Arm targets no other test runs: NEON (no hardware
+/// gathers: LLVM scalarises them into lane loads), Neoverse V2 (SVE2 at 128
+/// bits) and A64FX (SVE at 512 bits), each with both gather schedules and the
+/// tiled matmul, under QEMU against the reference.
+#[test]
+fn gathers_and_tiled_matmul_on_neon_neoverse_v2_and_a64fx() {
+    let runs =
+        [("paged_read", "paged_read_gather"), ("matmul_bt:M=33,N=45,K=19", "matmul_bt_gather"), (MM, "matmul_tiled")];
+    for (target, vl) in [("neon", "128"), ("neoverse-v2", "128"), ("a64fx", "512")] {
+        for (w, s) in runs {
+            let t = check_ok(w, target, &sched(s), None);
+            assert!(t.contains(&format!("VL {vl:>4}: ok")) && t.contains("emulated"), "{target}: {t}");
+        }
+        let a = asm("paged_read", target, &sched("paged_read_gather"));
+        if target == "neon" {
+            // Lane-by-lane loads, no SVE register anywhere.
+            assert!(!a.contains("ld1w") && !a.contains(" z0") && a.contains("ld1\t{ v"), "{a}");
+        } else {
+            assert!(has_gather(&a), "{target}: no gather\n{a}");
+        }
+    }
+}
+
+/// Without `--schedule`, `compile` and `check` use the naive loop nest.
+#[test]
+fn compile_and_check_the_naive_nest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().display().to_string();
+    let o = scaletune(&["compile", "scale_add:N=37", "--target", "sve-generic", "--emit", "loops,obj", "-o", &out]);
+    assert!(o.status.success(), "{}", text(&o));
+    let loops = std::fs::read_to_string(dir.path().join("scaletune_scale_add.loops")).expect("loops written");
+    assert!(loops.contains("for i in 37:") && !loops.contains("vectorize"), "{loops}");
+    assert!(!std::fs::read(dir.path().join("scaletune_scale_add.o")).expect("object written").is_empty());
+    for (w, target, vls) in [
+        ("matmul:M=7,N=9,K=5", "host", None),
+        ("softmax_rows:M=3,N=21", "sve-generic", Some("128,2048")),
+        ("paged_read:P=9,PAGES=40", "rvv", Some("128,1024")),
+    ] {
+        let mut args = vec!["check", w, "--target", target];
+        if let Some(v) = vls {
+            args.extend(["--vl", v]);
+        }
+        let o = scaletune(&args);
+        let t = text(&o);
+        assert!(o.status.success(), "{args:?}: {t}");
+        assert!(t.contains("schedule unscheduled") && t.contains("all runs match the reference"), "{t}");
+    }
+}
+
+/// `check` exits 1 when a run computes a wrong result. The wrong result is
+/// real: a kernel scaling by a subnormal factor, run by a driver linked with
+/// `-ffast-math` (clang then links crtfastmath.o, which turns on
+/// flush-to-zero and denormals-are-zero), returns zeros where IEEE
+/// arithmetic, and the same kernel linked normally, gives subnormals.
+#[test]
+fn check_exits_1_on_a_wrong_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = dir.path().join("tiny_scale.toml");
+    std::fs::write(
+        &workload,
+        "name = \"tiny_scale\"\ncompute = [\"Y[i] = s * X[i]\"]\n[scalars]\ns = { dtype = \"f32\", value = 1e-39 }\n[tensors]\nX = { dtype = \"f32\", shape = [37] }\nY = { dtype = \"f32\", shape = [37], role = \"output\" }\n",
+    )
+    .expect("writes");
+    let host = std::fs::read_to_string(root().join("configs/targets/host.toml")).expect("reads");
+    let cc = "cc = [\"clang-19\", \"-O2\", \"-fuse-ld=lld\"]";
+    assert!(host.contains(cc), "{host}");
+    let ftz = dir.path().join("host-ftz.toml");
+    std::fs::write(
+        &ftz,
+        host.replace(cc, "cc = [\"clang-19\", \"-O2\", \"-ffast-math\", \"-fuse-ld=lld\"]")
+            .replace("name = \"host\"", "name = \"host-ftz\""),
+    )
+    .expect("writes");
+    let (w, ftz) = (workload.display().to_string(), ftz.display().to_string());
+    let s = dir.path().join("vector.trace");
+    std::fs::write(
+        &s,
+        "b = get_block(\"Y\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[None, 4*vscale])\nvectorize(i1, tail=\"predicate\")\n",
+    )
+    .expect("writes");
+    let s = s.display().to_string();
+    for sched in [None, Some(s.as_str())] {
+        let mut args = vec!["check", w.as_str(), "--target", "host"];
+        args.extend(sched.iter().flat_map(|s| ["--schedule", s]));
+        let ok = scaletune(&args);
+        assert!(ok.status.success(), "{args:?}: IEEE subnormals must match: {}", text(&ok));
+        args[3] = &ftz;
+        let bad = scaletune(&args);
+        let t = text(&bad);
+        assert_eq!(bad.status.code(), Some(1), "{args:?}: {t}");
+        assert!(t.contains("WRONG") && (t.contains("got -0,") || t.contains("got 0,")), "{t}");
+        assert!(t.contains("some runs do NOT match the reference"), "{t}");
+    }
 }
 
 fn fails(args: &[&str], expect: &str) {

@@ -330,7 +330,10 @@ impl Parser<'_> {
         let mut iters = Vec::new();
         let mut bindings = Vec::new();
         let mut names: Vec<(String, VarId)> = scope.to_vec();
-        loop {
+        // A block with no iteration variables (`block S_init[]:`, the init
+        // of a reduction into one element) has an empty list.
+        let mut more = !cur.eat("]");
+        while more {
             let (iname, _) = cur.ident("an iteration variable").map_err(|e| self.syn(line, e))?;
             cur.expect(":", "after the iteration variable").map_err(|e| self.syn(line, e))?;
             let extent = self.const_expr(line, &mut cur)?;
@@ -346,10 +349,10 @@ impl Parser<'_> {
             iters.push(IterVar { var, kind });
             bindings.push(binding);
             names.push((iname, var));
-            if cur.eat("]") {
-                break;
+            more = !cur.eat("]");
+            if more {
+                cur.expect(",", "or `]` after a binding").map_err(|e| self.syn(line, e))?;
             }
-            cur.expect(",", "or `]` after a binding").map_err(|e| self.syn(line, e))?;
         }
         let mut predicates = Vec::new();
         if matches!(&cur.peek().tok, Tok::Ident(w) if w == "where") {

@@ -163,10 +163,39 @@ p = cache_read(b, "In", at=ow)
 }
 
 fn fail(workload: &str, trace: &str) -> crate::trace::TraceError {
-    let w = load(workload).expect("loads");
-    let mut nest = Nest::from_workload(&w, sve());
+    fail_on(&load(workload).expect("loads"), trace)
+}
+
+fn fail_on(w: &Workload, trace: &str) -> crate::trace::TraceError {
+    fail_nest(Nest::from_workload(w, sve()), trace)
+}
+
+fn fail_nest(mut nest: Nest, trace: &str) -> crate::trace::TraceError {
     let t = parse_trace(trace).expect("parses");
-    t.apply(&mut nest).expect_err("must fail")
+    let before = nest.to_string();
+    let e = t.apply(&mut nest).expect_err("must fail");
+    // The failing instruction left the nest as the ones before it made it.
+    let upto = nest;
+    let n = e.line.expect("the error names its line") - 1;
+    let prefix: String = trace.lines().take(n).map(|l| format!("{l}\n")).collect();
+    let mut again = parse_nest(&before).expect("reparses");
+    parse_trace(&prefix).expect("parses").apply(&mut again).expect("the instructions before apply");
+    assert_eq!(again.to_string(), upto.to_string(), "a failed primitive changed the nest");
+    e
+}
+
+/// Asserts the error's one line names the instruction, the primitive and the reason.
+fn names(e: &crate::trace::TraceError, inst: &str, reason: &str) {
+    let text = e.to_string();
+    assert!(text.contains(&format!("`{inst}`: ")), "instruction `{inst}` not named: {text}");
+    assert!(text.contains(reason), "reason `{reason}` not in: {text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+}
+
+fn inline_workload(toml: &str) -> Workload {
+    crate::workload::WorkloadSpec::parse(toml, "inline.toml", "inline")
+        .and_then(|s| s.instantiate(&[]))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -216,6 +245,77 @@ fn illegal_schedules_are_refused_with_a_reason() {
 
     let e = fail("paged_read", "b = get_block(\"X\")\np, v = get_loops(b)\nc = cache_read(b, \"Storage\", at=p)\n");
     assert!(e.message.contains("cannot bound dimension 0 of `Storage`"), "{e}");
+
+    // split: at most one inferred factor.
+    let e = fail(
+        "matmul",
+        "b = get_block(\"C\")\ni, j, k = get_loops(b)\ni0, i1, i2 = split(i, factors=[None, 4, None])\n",
+    );
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::BadFactors));
+    names(&e, "i0, i1, i2 = split(i, factors=[None, 4, None])", "split: at most one factor of `i` may be None");
+
+    // get_loops: as many names as loops.
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j = get_loops(b)\n");
+    assert_eq!(e.kind, TraceErrorKind::WrongKind);
+    names(&e, "i, j = get_loops(b)", "block `C` has 3 loop(s) but 2 name(s) are given");
+
+    // fuse: spatial with reduction iterators, loops not directly nested.
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nf = fuse(j, k)\n");
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::Structure));
+    names(&e, "f = fuse(j, k)", "fuse: fusing would mix spatial and reduction iterators of block `C`");
+    let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nf = fuse(i, k)\n");
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::Structure));
+    names(&e, "f = fuse(i, k)", "fuse: `k` is not the only child of `i`; fuse needs directly nested loops");
+    let e = fail(
+        "softmax_rows:N=8",
+        "e = get_block(\"E\")\ni, j = get_loops(e)\ny = get_block(\"Y\")\ni2, j2 = get_loops(y)\nf = fuse(i, i2)\n",
+    );
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::Structure));
+    names(&e, "f = fuse(i, i2)", "fuse: `i_3` is not the only child of `i_1`");
+
+    // vectorize: a body that does not depend on the loop. `Mx[i]`, computed
+    // at E's column loop, is the same for every column.
+    let e = fail(
+        "softmax_rows:N=8",
+        "m = get_block(\"Mx\")\ne = get_block(\"E\")\ni, j = get_loops(e)\ncompute_at(m, j)\nvectorize(j)\n",
+    );
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::LoopKind));
+    names(
+        &e,
+        "vectorize(j, tail=\"predicate\")",
+        "vectorize: cannot vectorize loop `j_1`: block `Mx` does not depend on it",
+    );
+
+    // vectorize: a body that carries a dependence (the sum reads E, which
+    // the block before it in the same loop writes).
+    let w = inline_workload(
+        "compute = [\"E[i] = exp(X[i])\", \"S[0] += E[i]\"]\n[tensors]\nX = { dtype = \"f32\", shape = [8] }\nE = { dtype = \"f32\", shape = [8], role = \"temp\" }\nS = { dtype = \"f32\", shape = [1], role = \"output\" }\n",
+    );
+    let e =
+        fail_on(&w, "s = get_block(\"S\")\ni = get_loops(s)\ne = get_block(\"E\")\ncompute_at(e, i)\nvectorize(i)\n");
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::LoopKind));
+    names(
+        &e,
+        "vectorize(i, tail=\"predicate\")",
+        "vectorize: cannot vectorize loop `i_1`: its body carries a dependence: block `S` reads `E` written by block `E`",
+    );
+
+    // reorder: moving a reduction loop that another block under the same
+    // loops depends on. No sequence of primitives builds such a nest from a
+    // workload today (compute_at only moves producers, each alone in its
+    // nest), so the nest is given in its text form: `Y` reads the running
+    // sum `S[vi]` inside the reduction loop `k`.
+    let nest = parse_nest(
+        "nest running_sum\ncaps scalable granule 128 vscale [1, 2, 4, 8, 16] gather\ntensor A: f32[8, 8] input\ntensor S: f32[8] temp\ntensor Y: f32[8, 8] output\nfor i in 8:\n  for k in 8:\n    block S[vi: 8 = i, vk: 8 reduce = k] init:\n      S[vi] += A[vi, vk]\n    block Y[wi: 8 = i, wk: 8 = k]:\n      Y[wi, wk] = S[wi]\n",
+    )
+    .expect("parses");
+    let e = fail_nest(nest, "y = get_block(\"Y\")\ni, k = get_loops(y)\nreorder(k, i)\n");
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::Dependence));
+    names(
+        &e,
+        "reorder(k, i)",
+        "reorder: moving loop `k` would break the dependence of block `Y` on the reduction in block `S`",
+    );
 }
 
 #[test]

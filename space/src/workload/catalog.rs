@@ -8,6 +8,7 @@ use std::path::Path;
 const SHIPPED: &[(&str, &str)] = &[
     ("scale_add", include_str!("../../../configs/workloads/scale_add.toml")),
     ("axpy", include_str!("../../../configs/workloads/axpy.toml")),
+    ("daxpy", include_str!("../../../configs/workloads/daxpy.toml")),
     ("sum_cos", include_str!("../../../configs/workloads/sum_cos.toml")),
     ("row_sum", include_str!("../../../configs/workloads/row_sum.toml")),
     ("softmax_rows", include_str!("../../../configs/workloads/softmax_rows.toml")),

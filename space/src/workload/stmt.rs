@@ -217,6 +217,11 @@ fn primary(cur: &mut Cursor, scope: &mut Scope) -> Result<Raw, SyntaxError> {
             if scope.tensors.iter().any(|(n, _, _)| *n == name) {
                 return Err(SyntaxError::new(off, format!("tensor `{name}` needs an index `{name}[...]`")));
             }
+            if name == "inf" {
+                // Infinity, as the loop-nest text prints the neutral element
+                // of `max=` (`-inf`) and `min=` (`inf`) reductions.
+                return Ok(Raw::Num(f64::INFINITY, off));
+            }
             Err(SyntaxError::new(off, format!("unknown name `{name}` (not a tensor, scalar or parameter)")))
         }
         _ => Err(cur.error("expected a value (number, tensor element, scalar or function call)")),

@@ -123,3 +123,31 @@ fn integer_arithmetic_needs_widening() {
     let e = err(&text);
     assert!(e.contains("arithmetic on i8 values is not supported; convert them first with i32(...)"), "{e}");
 }
+
+#[test]
+fn infinity_is_a_constant() {
+    let w = parse(
+        "compute = [\"Y[i] = max(X[i], -inf) + min(X[i], inf)\"]\n[tensors]\nX = { dtype = \"f32\", shape = [4] }\nY = { dtype = \"f32\", shape = [4], role = \"output\" }\n",
+    )
+    .expect("parses");
+    let second_const = |v: &Value| match v {
+        Value::Bin(_, _, c) => match **c {
+            Value::Const(c, _) => c,
+            _ => panic!("{v:?}"),
+        },
+        _ => panic!("{v:?}"),
+    };
+    match &w.stmts[0].rhs {
+        Value::Bin(BinOp::Add, a, b) => {
+            assert_eq!(second_const(a), f64::NEG_INFINITY);
+            assert_eq!(second_const(b), f64::INFINITY);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A parameter named `inf` still takes precedence.
+    let w = parse(
+        "compute = [\"Y[i] = X[i] * inf\"]\n[params]\ninf = 3\n[tensors]\nX = { dtype = \"f32\", shape = [4] }\nY = { dtype = \"f32\", shape = [4], role = \"output\" }\n",
+    )
+    .expect("parses");
+    assert_eq!(second_const(&w.stmts[0].rhs), 3.0);
+}

@@ -1,0 +1,202 @@
+//! Workloads end to end, workload -> loop nest -> schedule -> vector program
+//! -> LLVM -> harness, for what no other test covers: f64 tensors and an f64
+//! scalar (the shipped `daxpy` and an inline f64 matmul), and the functions
+//! sqrt, abs, neg, min and max. Each is interpreted at several vscales against
+//! the reference, then compiled and checked natively and under QEMU.
+
+use scaletune_codegen::interp::{run, ArgValue, InterpOptions};
+use scaletune_codegen::lower::lower;
+use scaletune_space::data::make_args;
+use scaletune_space::ir::Nest;
+use scaletune_space::reference::{compare, evaluate};
+use scaletune_space::trace::parse_trace;
+use scaletune_space::workload::{load, Role, Workload, WorkloadSpec};
+use scaletune_space::{DType, VectorCaps};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn scaletune(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A vector loop over the single loop of block `block`, `lanes` wide, with a tail.
+fn vector_1d(block: &str, lanes: &str, tail: &str) -> String {
+    format!(
+        "b = get_block(\"{block}\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[None, {lanes}])\nvectorize(i1, tail=\"{tail}\")\n"
+    )
+}
+
+/// Schedules `w` with `trace` for length-agnostic SVE, lowers it and runs the
+/// vector program in the interpreter at each vscale, comparing every output
+/// with the reference. Returns the vector program's text.
+fn interpret(w: &Workload, trace: &str, vscales: &[u32]) -> String {
+    let mut nest = Nest::from_workload(w, VectorCaps::scalable(128, 128, 2048));
+    parse_trace(trace).expect("parses").apply(&mut nest).unwrap_or_else(|e| panic!("{}: {e}\n{trace}", w.name));
+    let prog = lower(&nest, "k").unwrap_or_else(|e| panic!("{}: {e}\n{nest}", w.name));
+    let args = make_args(w, 9);
+    let reference = evaluate(w, &args).expect("reference");
+    for &vs in vscales {
+        let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
+        a.extend(w.scalars.iter().map(|s| ArgValue::Scalar(s.value)));
+        run(&prog, &mut a, &InterpOptions::new(vs)).unwrap_or_else(|e| panic!("{} at vscale {vs}: {e}", w.name));
+        let mut outputs = 0;
+        for (k, id) in w.arg_tensors().iter().enumerate() {
+            if w.tensor(*id).role != Role::Output {
+                continue;
+            }
+            let got = a[k].as_tensor().expect("tensor");
+            let c = compare(&w.tensor(*id).name, got, &reference[id.index()]);
+            assert!(c.passed(), "{} at vscale {vs}: {c:?}\n{nest}", w.name);
+            outputs += 1;
+        }
+        assert!(outputs > 0, "{}: no output checked", w.name);
+    }
+    prog.to_string()
+}
+
+/// `scaletune check` on a target at the given VLs; every run must match.
+fn check(workload: &str, target: &str, schedule: &Path, vls: Option<&str>) -> String {
+    let s = schedule.display().to_string();
+    let mut args = vec!["check", workload, "--target", target, "--schedule", &s];
+    args.extend(vls.iter().flat_map(|v| ["--vl", v]));
+    let o = scaletune(&args);
+    let t = text(&o);
+    assert!(o.status.success() && t.contains("all runs match the reference"), "{args:?}:\n{t}");
+    for vl in vls.map(|v| v.split(',').collect::<Vec<_>>()).unwrap_or_default() {
+        assert!(t.contains(&format!("VL {vl:>4}: ok")), "{args:?}:\n{t}");
+    }
+    t
+}
+
+/// The LLVM IR `scaletune compile` emits for a target.
+fn llvm_ir(workload: &str, target: &str, schedule: &Path) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (s, out) = (schedule.display().to_string(), dir.path().display().to_string());
+    let o = scaletune(&["compile", workload, "--target", target, "--schedule", &s, "--emit", "llvm", "-o", &out]);
+    assert!(o.status.success(), "{}", text(&o));
+    let f = std::fs::read_dir(dir.path()).expect("dir").next().expect("one file").expect("entry").path();
+    std::fs::read_to_string(f).expect("IR")
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, content).expect("writes");
+    p
+}
+
+const F64_MATMUL: &str = r#"name = "dgemm"
+description = "f64 matrix multiply"
+compute = ["C[i, j] += A[i, k] * B[k, j]"]
+[params]
+M = 11
+N = 19
+K = 7
+[tensors]
+A = { dtype = "f64", shape = ["M", "K"] }
+B = { dtype = "f64", shape = ["K", "N"] }
+C = { dtype = "f64", shape = ["M", "N"], role = "output" }
+"#;
+
+/// The tiled matmul schedule with `lanes` f64 lanes per vector.
+fn tiled(lanes: &str, tail: &str) -> String {
+    format!(
+        "b = get_block(\"C\")\ni, j, k = get_loops(b)\ni0, i1 = split(i, factors=[None, 4])\nj0, j1 = split(j, factors=[None, {lanes}])\nreorder(i0, j0, k, i1, j1)\nunroll(i1)\nvectorize(j1, tail=\"{tail}\")\n"
+    )
+}
+
+#[test]
+fn f64_workloads_interpreted_at_several_vscales() {
+    let daxpy = load("daxpy:N=45").expect("daxpy loads");
+    assert!(daxpy.tensors.iter().all(|t| t.dtype == DType::F64) && daxpy.scalars[0].dtype == DType::F64);
+    for tail in ["predicate", "peel", "scalar"] {
+        let prog = interpret(&daxpy, &vector_1d("Out", "2*vscale", tail), &[1, 2, 4, 16]);
+        assert!(prog.contains("f64"), "{prog}");
+    }
+    let dgemm =
+        WorkloadSpec::parse(F64_MATMUL, "dgemm.toml", "dgemm").and_then(|s| s.instantiate(&[])).expect("parses");
+    for (lanes, tail) in [("2*vscale", "predicate"), ("4*vscale", "peel"), ("2*vscale", "scalar")] {
+        interpret(&dgemm, &tiled(lanes, tail), &[1, 2, 4, 16]);
+    }
+}
+
+/// f64 through LLVM and the harness: on the host, on length-agnostic SVE at
+/// four VLs and on RVV at three; the SVE code holds scalable f64 vectors.
+#[test]
+fn f64_workloads_checked_on_host_sve_and_rvv() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dgemm = write(dir.path(), "dgemm.toml", F64_MATMUL).display().to_string();
+    let runs = [
+        ("daxpy:N=45", write(dir.path(), "daxpy.trace", &vector_1d("Out", "2*vscale", "predicate"))),
+        ("daxpy:N=45", write(dir.path(), "daxpy_peel.trace", &vector_1d("Out", "2*vscale", "peel"))),
+        (dgemm.as_str(), write(dir.path(), "dgemm.trace", &tiled("2*vscale", "predicate"))),
+        (dgemm.as_str(), write(dir.path(), "dgemm_scalar.trace", &tiled("4*vscale", "scalar"))),
+    ];
+    for (w, s) in &runs {
+        check(w, "host", s, None);
+        check(w, "sve-generic", s, Some("128,256,512,2048"));
+        check(w, "rvv", s, Some("128,256,1024"));
+    }
+    let ir = llvm_ir("daxpy:N=45", "sve-generic", &runs[0].1);
+    assert!(ir.contains("<vscale x 2 x double>") && ir.contains("double %"), "{ir}");
+    // The shipped workload unscheduled, at its default size.
+    let o = scaletune(&["check", "daxpy", "--target", "host"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// Every function of the workload language besides exp and cos, in one
+/// statement with a reduction: `R[0] max= ...` keeps min/max in play as a
+/// reduction too.
+const MATH: &str = r#"name = "math_fns"
+description = "sqrt, abs, neg, min and max"
+compute = [
+  "Y[i] = max(sqrt(abs(X[i])), neg(B[i])) + min(X[i], abs(B[i]) * 0.5)",
+  "R[0] max= min(neg(X[i]), sqrt(abs(B[i])))",
+]
+[params]
+N = 53
+[tensors]
+X = { dtype = "f32", shape = ["N"] }
+B = { dtype = "f32", shape = ["N"] }
+Y = { dtype = "f32", shape = ["N"], role = "output" }
+R = { dtype = "f32", shape = [1], role = "output" }
+"#;
+
+fn math_schedule(tail: &str) -> String {
+    format!(
+        "{}r = get_block(\"R\")\nj = get_loops(r)\nj0, j1 = split(j, factors=[None, 4*vscale])\nvectorize(j1, tail=\"predicate\")\n",
+        vector_1d("Y", "4*vscale", tail)
+    )
+}
+
+#[test]
+fn math_functions_interpreted_and_checked_on_sve() {
+    let w = WorkloadSpec::parse(MATH, "math.toml", "math").and_then(|s| s.instantiate(&[])).expect("parses");
+    for tail in ["predicate", "peel", "scalar"] {
+        let prog = interpret(&w, &math_schedule(tail), &[1, 2, 4, 16]);
+        for op in ["sqrt", "abs", "max", "min"] {
+            assert!(prog.contains(op), "no `{op}` in the vector program:\n{prog}");
+        }
+    }
+    // The naive nest too (scalar code, the reference's own order).
+    interpret(&w, "", &[1]);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), "math.toml", MATH).display().to_string();
+    for tail in ["predicate", "scalar"] {
+        let s = write(dir.path(), &format!("math_{tail}.trace"), &math_schedule(tail));
+        check(&path, "sve-generic", &s, Some("128,256,512,2048"));
+    }
+    let s = write(dir.path(), "math.trace", &math_schedule("predicate"));
+    let ir = llvm_ir(&path, "sve-generic", &s);
+    for f in ["llvm.sqrt.nxv4f32", "llvm.fabs.nxv4f32", "fneg <vscale x 4 x float>"] {
+        assert!(ir.contains(f), "no `{f}` in the LLVM IR:\n{ir}");
+    }
+}
