@@ -159,6 +159,8 @@ pub struct RunOptions {
     pub driver_args: Vec<String>,
     /// Overrides the harness's timeout for this run.
     pub timeout: Option<Duration>,
+    /// Environment variables set for the run (QEMU user mode passes them on to the guest).
+    pub env: Vec<(String, String)>,
 }
 
 /// What a run printed.
@@ -335,6 +337,7 @@ impl Harness {
             None => (Command::new(&self.executable), format!("natively at VL {vl_bits}")),
         };
         cmd.arg(&self.input).arg(&output).args(&opts.driver_args).current_dir(self.dir.path());
+        cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let timeout = opts.timeout.unwrap_or(self.timeout);
         let raw = run_with_timeout(cmd, timeout);
         result.wall_time = raw.wall_time;

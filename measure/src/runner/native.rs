@@ -80,7 +80,7 @@ impl NativeRunner {
                 return m;
             }
         };
-        let opts = RunOptions { qemu_args: Vec::new(), driver_args, timeout: self.timeout };
+        let opts = RunOptions { driver_args, timeout: self.timeout, ..RunOptions::default() };
         let (check, output) = built.harness.run_with(vl_bits, &opts);
         apply_check(&mut m, &check);
         if m.status == Status::Ok {
