@@ -57,6 +57,7 @@ pub use harness::{
 };
 pub use protocol::TimingProtocol;
 pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
+pub use runner::health::FaultPolicy;
 pub use runner::native::NativeRunner;
 pub use runner::qemu::{QemuRunner, VlPolicy};
 pub use runner::remote::RemoteRunner;

@@ -14,7 +14,8 @@ use scaletune_measure::builder::{BuildError, Builder};
 use scaletune_measure::farm::EventKind;
 use scaletune_measure::runner::RunnerFault;
 use scaletune_measure::{
-    ArtifactCache, Built, Candidate, Farm, LlvmBuilder, NativeRunner, Runner, Status, TimingProtocol, VlMeasurement,
+    ArtifactCache, Built, Candidate, Farm, FaultPolicy, LlvmBuilder, NativeRunner, Runner, Status, TimingProtocol,
+    VlMeasurement,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -193,13 +194,13 @@ async fn build_errors_and_unrunnable_vector_lengths_are_results() {
     assert_eq!(bad.status, Status::BuildError);
     assert!(bad.message.contains("Nope"), "{}", bad.message);
     let sve_m = report.get(1).expect("1");
-    assert_eq!(sve_m.status, Status::RunError);
+    assert_eq!(sve_m.status, Status::Unmeasured, "no runner for it is not the candidate's fault");
     assert!(sve_m.message.contains("no runner accepts target `sve-generic` at VL 256"), "{}", sve_m.message);
     assert!(report.timeline.of(1).iter().all(|e| e.kind == EventKind::Done), "never built");
     let mixed = report.get(2).expect("2");
     assert_eq!(
         mixed.runs.iter().map(|r| (r.vl_bits, r.status)).collect::<Vec<_>>(),
-        [(vl, Status::Ok), (4096, Status::RunError)]
+        [(vl, Status::Ok), (4096, Status::Unmeasured)]
     );
     let threes: Vec<_> = report.measurements.iter().filter(|m| m.candidate == 3).collect();
     assert_eq!(threes.len(), 2);
@@ -207,8 +208,23 @@ async fn build_errors_and_unrunnable_vector_lengths_are_results() {
     assert!(threes.iter().any(|m| m.message.contains("duplicate candidate id 3")));
 }
 
-/// A runner that accepts host candidates but is gone: every run is a runner fault.
-struct Vanished(AtomicUsize);
+/// Fault handling that waits milliseconds, not seconds.
+fn fast_policy() -> FaultPolicy {
+    FaultPolicy {
+        probes: 3,
+        probe_backoff: Duration::from_millis(5),
+        max_backoff: Duration::from_millis(20),
+        busy_backoff: Duration::from_millis(5),
+        max_faults_per_run: 3,
+    }
+}
+
+/// A runner that accepts host candidates but is gone: every run is a runner fault, every probe fails.
+#[derive(Default)]
+struct Vanished {
+    runs: AtomicUsize,
+    probes: AtomicUsize,
+}
 
 #[async_trait]
 impl Runner for Vanished {
@@ -222,9 +238,55 @@ impl Runner for Vanished {
         unreachable!("the farm calls try_run")
     }
     async fn try_run(&self, _built: Arc<Built>, _vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        self.runs.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(50)).await;
-        Err(RunnerFault { runner: self.name(), message: "connection reset".into() })
+        Err(RunnerFault::unreachable(self.name(), "connection reset"))
+    }
+    async fn probe(&self) -> Result<(), RunnerFault> {
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        Err(RunnerFault::unreachable(self.name(), "connection refused"))
+    }
+}
+
+/// A native runner whose first `flaky_runs` runs fail with a fault of `kind`
+/// (unreachable: its probes succeed), and which fails every run of `cursed`.
+struct Flaky {
+    native: NativeRunner,
+    kind: scaletune_measure::runner::FaultKind,
+    flaky_runs: usize,
+    cursed: Option<u64>,
+    runs: AtomicUsize,
+    probes: AtomicUsize,
+}
+
+impl Flaky {
+    fn new(kind: scaletune_measure::runner::FaultKind, flaky_runs: usize, cursed: Option<u64>) -> Flaky {
+        let native = NativeRunner::new(quick()).with_name("flaky");
+        Flaky { native, kind, flaky_runs, cursed, runs: AtomicUsize::new(0), probes: AtomicUsize::new(0) }
+    }
+}
+
+#[async_trait]
+impl Runner for Flaky {
+    fn name(&self) -> String {
+        "flaky".into()
+    }
+    fn accepts(&self, target: &Target, vl_bits: u32) -> bool {
+        self.native.accepts(target, vl_bits)
+    }
+    async fn run(&self, _built: Arc<Built>, _vl_bits: &[u32]) -> Vec<VlMeasurement> {
+        unreachable!("the farm calls try_run")
+    }
+    async fn try_run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
+        if n < self.flaky_runs || self.cursed == Some(built.candidate) {
+            return Err(RunnerFault::new(self.name(), self.kind, format!("fault on run {n}")));
+        }
+        Ok(self.native.run(built, vl_bits).await)
+    }
+    async fn probe(&self) -> Result<(), RunnerFault> {
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -244,41 +306,87 @@ impl Runner for Panicky {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runner_that_disappears_hands_its_work_to_the_others() {
+fn four_candidates() -> (Vec<Candidate>, Vec<(u64, String)>) {
     let (w, t) = (workload("scale_add:N=64"), target("host"));
     let sources: Vec<(u64, String)> = (0..4).map(|id| (id, scale_add_c(64, ""))).collect();
     let candidates: Vec<Candidate> =
         (0..4).map(|id| Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone())).collect();
-    let vanished = Arc::new(Vanished(AtomicUsize::new(0)));
+    (candidates, sources)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_disappears_hands_its_work_to_the_others() {
+    let (candidates, sources) = four_candidates();
+    let vanished = Arc::new(Vanished::default());
     let mut runners: Vec<Arc<dyn Runner>> = vec![vanished.clone()];
     runners.extend(natives(1, quick()));
-    let farm = Farm::new(Arc::new(crafted(&sources)), 2, runners);
+    let farm = Farm::new(Arc::new(crafted(&sources)), 2, runners).with_fault_policy(fast_policy());
     let report = farm.measure(candidates.clone()).await;
     assert_eq!(report.measurements.len(), 4);
     for m in &report.measurements {
         assert_eq!(m.status, Status::Ok, "{m:?}");
         assert_eq!(m.runs[0].runner, "native-0");
     }
-    assert_eq!(vanished.0.load(Ordering::Relaxed), 1, "taken out of the batch after its first fault");
+    assert_eq!(vanished.runs.load(Ordering::Relaxed), 1, "no new work while it is probed, none after");
     assert_eq!(report.timeline.events.iter().filter(|e| e.kind == EventKind::RunnerFault).count(), 1);
 
-    // With no other runner left, the work fails with the runner's fault, and the batch still ends.
-    let alone = Farm::new(Arc::new(crafted(&sources)), 1, vec![Arc::new(Vanished(AtomicUsize::new(0)))]);
+    // With no other runner, the work waits while the runner is re-probed; when
+    // every probe has failed it is `unmeasured` (not the candidates' fault),
+    // with the runner's fault, and the batch still ends.
+    let gone = Arc::new(Vanished::default());
+    let alone = Farm::new(Arc::new(crafted(&sources)), 1, vec![gone.clone()]).with_fault_policy(fast_policy());
     let report = alone.measure(candidates.clone()).await;
     assert_eq!(report.measurements.len(), 4);
     for m in &report.measurements {
-        assert_eq!(m.status, Status::RunError);
-        assert!(m.message.contains("no runner left") && m.message.contains("connection reset"), "{}", m.message);
+        assert_eq!(m.status, Status::Unmeasured, "{m:?}");
+        assert!(m.message.contains("no runner left") && m.message.contains("connection"), "{}", m.message);
     }
+    assert_eq!(gone.runs.load(Ordering::Relaxed), 1, "one run, then probes only");
+    assert_eq!(gone.probes.load(Ordering::Relaxed), 3, "a bounded number of probes");
 
-    // A panicking runner is a run error of that run, not a dead batch.
+    // A panicking runner leaves that run unmeasured, not a dead batch.
     let buggy = Farm::new(Arc::new(crafted(&sources)), 1, vec![Arc::new(Panicky)]);
     let report = buggy.measure(candidates).await;
     assert_eq!(report.measurements.len(), 4);
     for m in &report.measurements {
-        assert_eq!(m.status, Status::RunError);
+        assert_eq!(m.status, Status::Unmeasured);
         assert!(m.message.contains("runner panicky panicked"), "{}", m.message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_answers_its_probe_or_was_busy_gets_work_again() {
+    use scaletune_measure::runner::FaultKind;
+    let (candidates, sources) = four_candidates();
+    // Alone, a runner whose first run faults: it answers the probe and measures everything.
+    let flaky = Arc::new(Flaky::new(FaultKind::Unreachable, 1, None));
+    let farm = Farm::new(Arc::new(crafted(&sources)), 1, vec![flaky.clone()]).with_fault_policy(fast_policy());
+    let report = farm.measure(candidates.clone()).await;
+    assert_eq!(report.measurements.len(), 4);
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
+    assert!(flaky.probes.load(Ordering::Relaxed) >= 1);
+    assert_eq!(flaky.runs.load(Ordering::Relaxed), 5, "the faulted run was retried once");
+
+    // A busy runner (503: no free slot) is not probed, and not given up.
+    let busy = Arc::new(Flaky::new(FaultKind::Busy, 2, None));
+    let farm = Farm::new(Arc::new(crafted(&sources)), 1, vec![busy.clone()]).with_fault_policy(fast_policy());
+    let report = farm.measure(candidates.clone()).await;
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
+    assert_eq!(busy.probes.load(Ordering::Relaxed), 0);
+    assert_eq!(busy.runs.load(Ordering::Relaxed), 6);
+
+    // Work that meets a fault on every attempt is unmeasured after its fault
+    // budget; the rest of the batch is measured on the same runner.
+    let cursed = Arc::new(Flaky::new(FaultKind::Unreachable, 0, Some(2)));
+    let farm = Farm::new(Arc::new(crafted(&sources)), 1, vec![cursed.clone()]).with_fault_policy(fast_policy());
+    let report = farm.measure(candidates).await;
+    for m in &report.measurements {
+        if m.candidate == 2 {
+            assert_eq!(m.status, Status::Unmeasured, "{m:?}");
+            assert!(m.message.contains("3 runner faults"), "{}", m.message);
+        } else {
+            assert_eq!(m.status, Status::Ok, "{m:?}");
+        }
     }
 }
 

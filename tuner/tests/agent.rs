@@ -3,7 +3,7 @@
 use scaletune_codegen::target::Target;
 use scaletune_measure::agent::Token;
 use scaletune_measure::runner::remote::{AgentEndpoint, RemoteError};
-use scaletune_measure::{Candidate, Farm, LlvmBuilder, RemoteRunner, Runner, Status, TimingProtocol};
+use scaletune_measure::{Candidate, Farm, FaultPolicy, LlvmBuilder, RemoteRunner, Runner, Status, TimingProtocol};
 use scaletune_space::trace::parse_trace;
 use scaletune_space::workload::load;
 use std::io::{BufRead, BufReader};
@@ -77,7 +77,14 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
         "b = get_block(\"Y\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[None, 4*vscale])\nvectorize(i1, tail=\"predicate\")\n",
     )
     .expect("trace");
-    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, vec![Arc::new(runner.clone()) as Arc<dyn Runner>]);
+    let fast_probes = FaultPolicy {
+        probes: 2,
+        probe_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(100),
+        ..FaultPolicy::default()
+    };
+    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, vec![Arc::new(runner.clone()) as Arc<dyn Runner>])
+        .with_fault_policy(fast_probes);
     let candidate = Candidate::new(0, w, host, trace);
     let report = farm.measure_blocking(vec![candidate.clone()]).expect("runtime");
     let m = &report.measurements[0];
@@ -85,12 +92,14 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
     assert_eq!(m.runs[0].runner, "agent@p");
     assert_eq!(m.runs[0].timing.as_ref().expect("timed").repeats_s.len(), 3);
 
-    // A dead agent process: connecting fails, and so does every run, as a fault of the runner.
+    // A dead agent process: connecting fails, and so does every run, as a
+    // fault of the runner; after its probes fail the candidate is
+    // `unmeasured` (not a failure of its own).
     agent.0.kill().expect("kill the agent");
     let _ = agent.0.wait();
     let report = farm.measure_blocking(vec![candidate]).expect("runtime");
     let m = &report.measurements[0];
-    assert_eq!(m.status, Status::RunError, "{m:?}");
+    assert_eq!(m.status, Status::Unmeasured, "{m:?}");
     assert!(m.message.contains("no runner left") && m.message.contains("agent@p"), "{}", m.message);
     let gone = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token), quick());
     assert!(matches!(gone, Err(RemoteError::Unreachable { .. })), "{gone:?}");

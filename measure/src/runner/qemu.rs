@@ -397,18 +397,10 @@ impl Runner for QemuRunner {
         let b = Arc::clone(&built);
         match tokio::task::spawn_blocking(move || runner.measure_all(&b, &vls)).await {
             Ok(ms) => ms,
-            Err(e) => vl_bits
-                .iter()
-                .map(|&vl| VlMeasurement {
-                    vl_bits: vl,
-                    status: Status::RunError,
-                    message: format!("the qemu runner's task failed: {e}"),
-                    max_abs_err: f64::NAN,
-                    timing: None,
-                    emulated: None,
-                    runner: self.name.clone(),
-                })
-                .collect(),
+            Err(e) => {
+                let why = format!("the qemu runner's task failed: {e}");
+                vl_bits.iter().map(|&vl| VlMeasurement::unmeasured(vl, &self.name, why.clone())).collect()
+            }
         }
     }
 }
