@@ -245,7 +245,12 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
     if m.status == Status::BuildError {
         let _ = writeln!(out, "  build: FAILED after {:.2} s\n    {}", m.build_s, m.message.replace('\n', "\n    "));
     } else {
-        let from = if builder.stats().cache_hits > 0 { "from the artifact cache" } else { "compiled" };
+        let stats = builder.stats();
+        let from = match (stats.cache_hits > 0, stats.executable_hits > 0) {
+            (true, true) => "object and executable from the artifact cache",
+            (true, false) => "object from the artifact cache",
+            _ => "compiled",
+        };
         let short = m.artifact.get(..12).unwrap_or("-");
         let _ = writeln!(out, "  build: {:.2} s, artifact {short} ({from})", m.build_s);
         if m.runs.iter().any(|r| r.timing.is_some()) {
