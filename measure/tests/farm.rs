@@ -4,6 +4,11 @@
 //! that crash, hang or compute a wrong result are hand-written C kernels
 //! compiled with clang-19 by `common::CraftedBuilder`; every other candidate
 //! is scheduled, lowered and compiled by the real `LlvmBuilder`.
+//!
+//! Overlap and dispatch are shown by construction, not by timing: a gated
+//! builder and a gated runner hold builds and runs until the test releases
+//! them, so "a run starts while a build is held" cannot depend on how loaded
+//! the machine is.
 
 mod common;
 
@@ -17,9 +22,9 @@ use scaletune_measure::{
     ArtifactCache, Built, Candidate, Farm, FaultPolicy, LlvmBuilder, NativeRunner, Runner, Status, TimingProtocol,
     VlMeasurement,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::Duration;
 
 fn quick() -> TimingProtocol {
@@ -121,18 +126,172 @@ async fn a_batch_of_twenty_survives_a_crash_a_hang_and_a_wrong_result() {
         }
     }
 
+    // One build and one run per candidate, each run after its build, on
+    // both runners. (That runs overlap builds and each other, and that no
+    // slot idles while a built candidate waits, is shown by construction in
+    // `a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one`.)
     let tl = &report.timeline;
     assert_eq!(tl.builds().len(), 20);
     assert_eq!(tl.runs().len(), 20);
-    // Two runners busy at once, builds running while candidates run, and no
-    // slot left idle while a built candidate waited.
-    assert!(tl.max_concurrent_runs() >= 2, "{tl:#?}");
-    assert!(tl.build_run_overlap() > Duration::from_millis(50), "{:?}", tl.build_run_overlap());
-    assert!(tl.max_dispatch_delay() < Duration::from_millis(250), "{:?}", tl.max_dispatch_delay());
-    // The hang occupied one slot; the other runner kept working meanwhile.
+    let built_at: HashMap<u64, Duration> = tl.builds().iter().map(|b| (b.candidate, b.end)).collect();
+    assert!(tl.runs().iter().all(|r| r.start >= built_at[&r.candidate]), "{tl:#?}");
+    let slots: HashSet<Option<usize>> = tl.runs().iter().map(|r| r.slot).collect();
+    assert_eq!(slots.len(), 2, "both runners got work: {tl:#?}");
+    // The hang held its slot until it was killed at its timeout.
     let hang = tl.runs().into_iter().find(|s| s.candidate == HANG).expect("hang ran");
-    let during = tl.runs().iter().filter(|s| s.slot != hang.slot && s.start > hang.start && s.end < hang.end).count();
-    assert!(during >= 1, "{tl:#?}");
+    assert!(hang.end - hang.start >= Duration::from_millis(1500), "{hang:?}");
+}
+
+/// A door per candidate id: `wait` blocks until the test `open`s it.
+#[derive(Default)]
+struct Doors {
+    open: Mutex<HashSet<u64>>,
+    changed: Condvar,
+}
+
+impl Doors {
+    fn open(&self, id: u64) {
+        self.open.lock().expect("lock").insert(id);
+        self.changed.notify_all();
+    }
+
+    fn open_all(&self, ids: impl IntoIterator<Item = u64>) {
+        for id in ids {
+            self.open(id);
+        }
+    }
+
+    fn wait(&self, id: u64) {
+        let mut open = self.open.lock().expect("lock");
+        while !open.contains(&id) {
+            open = self.changed.wait(open).expect("wait");
+        }
+    }
+}
+
+/// What the gated builder and runner tell the test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sign {
+    BuildEntered(u64),
+    RunStarted(u64),
+}
+
+/// Hands out prebuilt harnesses, each once its build door is open.
+struct GatedBuilder {
+    built: Mutex<HashMap<u64, Built>>,
+    doors: Arc<Doors>,
+    signs: Mutex<mpsc::Sender<Sign>>,
+}
+
+impl Builder for GatedBuilder {
+    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
+        let _ = self.signs.lock().expect("lock").send(Sign::BuildEntered(c.id));
+        self.doors.wait(c.id);
+        self.built.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness {}", c.id)))
+    }
+}
+
+/// A runner with two slots whose runs end (ok) once their door is open; executes nothing.
+struct GatedRunner {
+    doors: Arc<Doors>,
+    signs: Mutex<mpsc::Sender<Sign>>,
+}
+
+#[async_trait]
+impl Runner for GatedRunner {
+    fn name(&self) -> String {
+        "gated".into()
+    }
+    fn accepts(&self, target: &Target, _vl_bits: u32) -> bool {
+        target.is_native()
+    }
+    fn slots(&self) -> usize {
+        2
+    }
+    async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
+        let id = built.candidate;
+        let _ = self.signs.lock().expect("lock").send(Sign::RunStarted(id));
+        let doors = Arc::clone(&self.doors);
+        tokio::task::spawn_blocking(move || doors.wait(id)).await.expect("door");
+        vl_bits.iter().map(|&vl| VlMeasurement::bare(vl, Status::Ok, "gated", "")).collect()
+    }
+}
+
+/// Waits for the next sign (a minute is far beyond any scheduling delay: only a farm that never sends it fails).
+fn next_sign(signs: &mpsc::Receiver<Sign>) -> Sign {
+    signs.recv_timeout(Duration::from_secs(60)).expect("the farm went on")
+}
+
+#[test]
+fn a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one() {
+    let (w, t) = (workload("scale_add:N=64"), target("host"));
+    let object = common::compile_c(&t, &scale_add_c(64, ""));
+    let harness = |id: u64| {
+        let req = scaletune_measure::CheckRequest {
+            workload: &w,
+            target: &t,
+            object: &object,
+            symbol: "kernel",
+            vl_bits: vec![],
+            seed: 1,
+            timeout: Duration::from_secs(30),
+            work_dir: None,
+        };
+        let harness = scaletune_measure::Harness::build(&req).expect("harness");
+        Built { candidate: id, artifact: format!("crafted-{id}"), harness, build_s: 0.0 }
+    };
+    let (build_doors, run_doors) = (Arc::new(Doors::default()), Arc::new(Doors::default()));
+    let (tx, signs) = mpsc::channel();
+    let builder = GatedBuilder {
+        built: Mutex::new((0..4).map(|id| (id, harness(id))).collect()),
+        doors: Arc::clone(&build_doors),
+        signs: Mutex::new(tx.clone()),
+    };
+    let runner = GatedRunner { doors: Arc::clone(&run_doors), signs: Mutex::new(tx) };
+    let candidates: Vec<Candidate> =
+        (0..4).map(|id| Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone())).collect();
+    // Two build workers, one runner with two slots. Candidates 0 to 2 build at
+    // once; candidate 3's build is held until the end.
+    let farm = Farm::new(Arc::new(builder), 2, vec![Arc::new(runner)]).with_max_ahead(8);
+    build_doors.open_all(0..3);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let batch = {
+        let _entered = rt.enter();
+        farm.submit(candidates)
+    };
+    // Both slots take a built candidate while no run has ended, and
+    // candidate 3's build has begun and is held: runs overlap each other and a build.
+    let mut started = Vec::new();
+    let mut build_3_entered = false;
+    while started.len() < 2 || !build_3_entered {
+        match next_sign(&signs) {
+            Sign::RunStarted(id) => started.push(id),
+            Sign::BuildEntered(3) => build_3_entered = true,
+            Sign::BuildEntered(_) => {}
+        }
+    }
+    assert!(started.iter().all(|id| *id < 3), "{started:?}");
+    // The third built candidate waits for a slot, not for the held build:
+    // ending one run (the other still held) starts it.
+    run_doors.open(started[0]);
+    let third = loop {
+        if let Sign::RunStarted(id) = next_sign(&signs) {
+            break id;
+        }
+    };
+    assert!(third < 3 && !started.contains(&third), "{third} after {started:?}");
+    build_doors.open(3);
+    run_doors.open_all(0..4);
+    let report = rt.block_on(batch.finish());
+    assert_eq!(report.measurements.len(), 4);
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
+    let tl = &report.timeline;
+    assert!(tl.max_concurrent_runs() >= 2, "{tl:#?}");
+    assert!(tl.build_run_overlap() > Duration::ZERO, "{tl:#?}");
+    // In the timeline, too: the third run started before candidate 3's build ended.
+    let build_3_end = tl.builds().iter().find(|b| b.candidate == 3).expect("build 3").end;
+    let third_start = tl.runs().iter().find(|r| r.candidate == third).expect("third run").start;
+    assert!(third_start <= build_3_end, "{tl:#?}");
 }
 
 /// Hands out harnesses built before the batch, so that every build ends at once.
