@@ -48,6 +48,7 @@ pub mod harness;
 pub mod protocol;
 pub mod result;
 pub mod runner;
+pub mod stats;
 
 pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder};
 pub use candidate::Candidate;

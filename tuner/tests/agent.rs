@@ -1,4 +1,4 @@
-//! `scaletune agent` as a real process: it serves its info to the token only, measures a candidate for a farm on another runtime, and its death is a runner fault.
+//! `scaletune agent` as a real process: it listens on loopback by default, serves its info to the token only, measures a candidate for a farm on another runtime, and its death is a runner fault.
 
 use scaletune_codegen::target::Target;
 use scaletune_measure::agent::Token;
@@ -103,6 +103,38 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
     assert!(m.message.contains("no runner left") && m.message.contains("agent@p"), "{}", m.message);
     let gone = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token), quick());
     assert!(matches!(gone, Err(RemoteError::Unreachable { .. })), "{gone:?}");
+}
+
+#[test]
+fn without_listen_the_agent_listens_on_loopback() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).expect("write token");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+        .args(["agent", "--token-file"])
+        .arg(&token_file)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start scaletune agent");
+    let stderr = child.stderr.take().expect("stderr");
+    let _process = AgentProcess(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("listening on") || line.contains("error") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).expect("the agent says where it listens");
+    // Either it listens on 127.0.0.1:7878, or (another test or agent holds
+    // that port) it says it cannot: both name the default address.
+    let listening = line.contains("listening on http://127.0.0.1:7878");
+    let refused = line.contains("cannot listen on 127.0.0.1:7878");
+    assert!(listening || refused, "{line}");
 }
 
 /// `scaletune measure --runner remote --farm FILE` against an agent process
