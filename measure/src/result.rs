@@ -79,8 +79,9 @@ impl Timing {
 /// nothing about real performance and is kept only as `emulation_wall_s`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Emulated {
-    /// Dynamic instructions executed inside the kernel's address range (one
-    /// call; functions the kernel calls are outside the range).
+    /// Dynamic instructions executed in the kernel's code (one call, on one
+    /// thread): its function and the outlined bodies of its parallel loops;
+    /// the thread pool and functions the kernel calls are not counted.
     pub instructions: u64,
     /// Sum over the kernel's executed blocks of executions x llvm-mca cycles
     /// per execution for the target's CPU model (see

@@ -54,7 +54,7 @@ pub struct Counts {
     pub threads: u64,
     /// Instructions executed by the whole process (driver, libc, loader, kernel).
     pub process_instructions: u64,
-    /// Instructions executed inside the kernel's address range.
+    /// Instructions executed inside the kernel's code ranges.
     pub kernel_instructions: u64,
     /// The kernel's blocks, by address.
     pub blocks: Vec<BlockCount>,

@@ -5,7 +5,14 @@
 //! ([`crate::emulation::plugin`]) loaded for the kernel's code: its own
 //! function and the outlined bodies of its parallel loops
 //! ([`crate::emulation::elf`]). The driver calls the kernel once; the
-//! harness checks its outputs.
+//! harness checks its outputs. A run that completed (ok or wrong result)
+//! carries [`Emulated`] metrics: the kernel's dynamic instruction count, the
+//! estimated cycles (plugin block counts x llvm-mca costs for the target's
+//! `mca_cpu`, [`crate::emulation::estimate`]; `None` with a note when the
+//! target has no model or llvm-mca rejects an executed block) and the
+//! process's wall time, which is emulation time and never an objective. A
+//! crash, timeout, wrong result or plugin failure is a measurement with its
+//! status and message.
 //!
 //! # Parallel loops
 //!
@@ -17,14 +24,7 @@
 //! unpack the loop's context). The plugin reports how many guest threads
 //! ran; counts from a run with more than one are refused (a plugin error),
 //! since its counters are not atomic. What threads would gain on real
-//! hardware is for the native and remote runners to measure. A run that
-//! completed (ok or wrong result) carries [`Emulated`] metrics: the kernel's
-//! dynamic instruction count, the estimated cycles (plugin block counts x
-//! llvm-mca costs for the target's `mca_cpu`, [`crate::emulation::estimate`];
-//! `None` with a note when the target has no model or llvm-mca rejects an
-//! executed block) and the process's wall time, which is emulation time and
-//! never an objective. A crash, timeout, wrong result or plugin failure is a
-//! measurement with its status and message.
+//! hardware is for the native and remote runners to measure.
 //!
 //! # Vector lengths
 //!
@@ -80,7 +80,7 @@ pub enum VlPolicy {
 /// Everything the plugin and llvm-mca found in one run.
 #[derive(Clone, Debug)]
 pub struct Profile {
-    /// The kernel's address range in the executable.
+    /// The address ranges of the kernel's code (its function and outlined parallel-loop bodies) in the executable.
     pub range: KernelRange,
     /// The plugin's counts.
     pub counts: Counts,
