@@ -17,6 +17,7 @@
 
 use scaletune_codegen::target::Target;
 use scaletune_measure::emulation::emulable_host_target;
+use scaletune_measure::stats::kendall_tau_b;
 use scaletune_measure::{
     ArtifactCache, Builder, Candidate, LlvmBuilder, NativeRunner, QemuRunner, Status, TimingProtocol,
 };
@@ -69,35 +70,6 @@ struct Row {
     instructions: f64,
     est_cycles: f64,
     rthroughput_cycles: f64,
-}
-
-/// Kendall's tau-b of two equally long samples (ties in either variable handled).
-fn kendall_tau_b(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len().min(y.len());
-    let (mut concordant, mut discordant, mut ties_x, mut ties_y) = (0i64, 0i64, 0i64, 0i64);
-    for i in 0..n {
-        for j in i + 1..n {
-            let dx = x[i].total_cmp(&x[j]);
-            let dy = y[i].total_cmp(&y[j]);
-            match (dx.is_eq(), dy.is_eq()) {
-                (true, true) => {
-                    ties_x += 1;
-                    ties_y += 1;
-                }
-                (true, false) => ties_x += 1,
-                (false, true) => ties_y += 1,
-                (false, false) if dx == dy => concordant += 1,
-                (false, false) => discordant += 1,
-            }
-        }
-    }
-    let pairs = (n * n.saturating_sub(1) / 2) as f64;
-    let denom = ((pairs - ties_x as f64) * (pairs - ties_y as f64)).sqrt();
-    if denom == 0.0 {
-        f64::NAN
-    } else {
-        (concordant - discordant) as f64 / denom
-    }
 }
 
 /// Draws up to `n` distinct schedules of the workload's design space.

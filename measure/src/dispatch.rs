@@ -1,19 +1,22 @@
 //! A dispatcher for already-built candidates: every idle runner that accepts the work gets some, and work on a runner that fails moves to another.
 //!
-//! The [`Farm`](crate::Farm) already schedules *batches to build* this way
-//! (its coordinator takes a runner out of the batch when `try_run` reports
-//! a [`RunnerFault`] and re-queues the work). The [`Dispatcher`] is the same
-//! rule for candidates that are built already — re-measuring a batch on the
-//! agents of a farm file, measuring one artifact on whichever agent is free
-//! — without a builder pool:
+//! The [`Farm`](crate::Farm) schedules *batches to build*; the
+//! [`Dispatcher`] does the same for candidates that are built already —
+//! re-measuring a batch on the agents of a farm file, measuring one artifact
+//! on whichever agent is free — without a builder pool. Both handle runner
+//! faults with the same code ([`crate::runner::health`]):
 //!
 //! - each runner has [`Runner::slots`] slots; a run takes a free slot of a
-//!   live runner that accepts at least one of its pending vector lengths
-//!   (the runner with the most free slots first), and waits for one otherwise;
-//! - a [`RunnerFault`] (an agent that refused the connection, reset it, or
-//!   let the request's own deadline pass) takes that runner out for good and
-//!   puts the vector lengths back in the run's pending list for another runner;
-//! - a vector length is `run_error` only when no live runner accepts it; a
+//!   runner that is up and accepts at least one of its pending vector
+//!   lengths (the runner with the most free slots first), and waits for one
+//!   otherwise;
+//! - a [`RunnerFault`](crate::runner::RunnerFault) puts the vector lengths
+//!   back in the run's pending list for another runner, and suspends the
+//!   runner (a busy one rests, an unreachable one is re-probed with backoff
+//!   and comes back if it answers) or takes it out (a refusal, or every
+//!   probe failed);
+//! - a vector length is `unmeasured` when no runner short of down accepts
+//!   it, or after its run met [`FaultPolicy::max_faults_per_run`] faults; a
 //!   crash, timeout or wrong result reported by a live runner is the
 //!   candidate's own result and is never retried.
 //!
@@ -27,16 +30,16 @@
 //! # }
 //! ```
 
-use crate::result::{Measurement, Status, VlMeasurement};
-use crate::runner::{Built, Runner, RunnerFault};
+use crate::result::{Measurement, VlMeasurement};
+use crate::runner::health::{assemble, follow_up, FaultPolicy, FollowUp, Health, Roster};
+use crate::runner::{Built, FaultKind, Runner};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 /// Runs built candidates on a set of runners, moving work off runners that fail.
 pub struct Dispatcher {
     runners: Vec<Arc<dyn Runner>>,
-    state: Mutex<State>,
-    changed: Notify,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -46,43 +49,48 @@ impl std::fmt::Debug for Dispatcher {
     }
 }
 
+/// What runs and follow-ups share.
+struct Shared {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
 struct State {
+    roster: Roster,
     /// Free slots per runner.
     free: Vec<usize>,
-    /// Per runner: why it was taken out.
-    down: Vec<Option<String>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// A taken slot; given back on drop (also when the run's future is dropped).
 struct SlotGuard<'a> {
-    dispatcher: &'a Dispatcher,
+    shared: &'a Shared,
     runner: usize,
 }
 
 impl Drop for SlotGuard<'_> {
     fn drop(&mut self) {
-        self.dispatcher.lock().free[self.runner] += 1;
-        self.dispatcher.changed.notify_waiters();
-    }
-}
-
-fn failed_run(vl_bits: u32, runner: &str, message: String) -> VlMeasurement {
-    VlMeasurement {
-        vl_bits,
-        status: Status::RunError,
-        message,
-        max_abs_err: f64::NAN,
-        timing: None,
-        emulated: None,
-        runner: runner.to_string(),
+        self.shared.lock().free[self.runner] += 1;
+        self.shared.changed.notify_waiters();
     }
 }
 
 impl Dispatcher {
-    /// A dispatcher over `runners`.
+    /// A dispatcher over `runners`, with the default [`FaultPolicy`].
     pub fn new(runners: Vec<Arc<dyn Runner>>) -> Dispatcher {
-        let state = State { free: runners.iter().map(|r| r.slots().max(1)).collect(), down: vec![None; runners.len()] };
-        Dispatcher { runners, state: Mutex::new(state), changed: Notify::new() }
+        Dispatcher::with_fault_policy(runners, FaultPolicy::default())
+    }
+
+    /// A dispatcher over `runners` that handles faults by `policy`.
+    pub fn with_fault_policy(runners: Vec<Arc<dyn Runner>>, policy: FaultPolicy) -> Dispatcher {
+        let free = runners.iter().map(|r| r.slots().max(1)).collect();
+        let state = State { roster: Roster::new(runners.clone(), policy), free };
+        Dispatcher { runners, shared: Arc::new(Shared { state: Mutex::new(state), changed: Notify::new() }) }
     }
 
     /// The runners.
@@ -90,38 +98,36 @@ impl Dispatcher {
         &self.runners
     }
 
-    /// The runners taken out so far, with their faults.
+    /// Every runner's name and health.
+    pub fn health(&self) -> Vec<(String, Health)> {
+        let state = self.shared.lock();
+        self.runners.iter().zip(state.roster.health()).map(|(r, h)| (r.name(), h.clone())).collect()
+    }
+
+    /// The runners taken out for good so far, with their faults.
     pub fn down(&self) -> Vec<(String, String)> {
-        let state = self.lock();
-        self.runners.iter().zip(&state.down).filter_map(|(r, d)| Some((r.name(), d.clone()?))).collect()
+        self.health()
+            .into_iter()
+            .filter_map(|(name, h)| match h {
+                Health::Down { reason } => Some((name, reason)),
+                _ => None,
+            })
+            .collect()
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Takes a slot for some of `pending`, or fails what no live runner accepts.
-    /// `Ok(None)`: every accepting runner is busy.
+    /// Takes a slot for some of `pending`, after giving up what no runner
+    /// short of down accepts. `None`: every accepting runner is busy or suspended.
     fn claim(&self, built: &Built, pending: &mut Vec<u32>, out: &mut Vec<VlMeasurement>) -> Option<(usize, Vec<u32>)> {
         let target = built.harness.target();
-        let mut state = self.lock();
-        let live = |r: usize, s: &State| s.down[r].is_none();
-        let (keep, lost): (Vec<u32>, Vec<u32>) = pending
-            .iter()
-            .partition(|&&vl| (0..self.runners.len()).any(|r| live(r, &state) && self.runners[r].accepts(target, vl)));
-        if !lost.is_empty() {
-            let faults: Vec<&str> = state.down.iter().flatten().map(String::as_str).collect();
-            let why = if faults.is_empty() {
-                format!("no runner accepts target `{}` at this VL", target.name)
-            } else {
-                format!("no runner left that accepts it ({})", faults.join("; "))
-            };
-            out.extend(lost.into_iter().map(|vl| failed_run(vl, "dispatcher", why.clone())));
-        }
+        let mut state = self.shared.lock();
+        let (keep, lost): (Vec<u32>, Vec<u32>) = pending.iter().partition(|&&vl| state.roster.can_run(target, vl));
+        out.extend(
+            lost.into_iter()
+                .map(|vl| VlMeasurement::unmeasured(vl, "dispatcher", state.roster.unmeasured_reason(target, vl))),
+        );
         *pending = keep;
         let r = (0..self.runners.len())
-            .filter(|&r| live(r, &state) && state.free[r] > 0)
-            .filter(|&r| pending.iter().any(|&vl| self.runners[r].accepts(target, vl)))
+            .filter(|&r| state.free[r] > 0 && pending.iter().any(|&vl| state.roster.up_and_accepts(r, target, vl)))
             .max_by_key(|&r| (state.free[r], std::cmp::Reverse(r)))?;
         state.free[r] -= 1;
         let (take, rest): (Vec<u32>, Vec<u32>) = pending.iter().partition(|&&vl| self.runners[r].accepts(target, vl));
@@ -130,12 +136,14 @@ impl Dispatcher {
     }
 
     /// Runs `built` at each of `vl_bits` (in that order in the result) on
-    /// whichever live runners accept them, waiting for a free slot when all are busy.
+    /// whichever runners that are up accept them, waiting for a free slot
+    /// (or a suspended runner's return) when there is none.
     pub async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
         let mut pending = vl_bits.to_vec();
         let mut out = Vec::with_capacity(vl_bits.len());
+        let mut faults = 0u32;
         while !pending.is_empty() {
-            let notified = self.changed.notified();
+            let notified = self.shared.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let Some((r, take)) = self.claim(&built, &mut pending, &mut out) else {
@@ -145,25 +153,46 @@ impl Dispatcher {
                 notified.await;
                 continue;
             };
-            let guard = SlotGuard { dispatcher: self, runner: r };
+            let guard = SlotGuard { shared: &self.shared, runner: r };
             let runner = Arc::clone(&self.runners[r]);
             let name = runner.name();
             let (b, v) = (Arc::clone(&built), take.clone());
-            // A task of its own, so that a panicking runner is a run error, not a dead dispatcher.
+            // A task of its own, so that a panicking runner is a result, not a dead dispatcher.
             let joined = tokio::spawn(async move { runner.try_run(b, &v).await }).await;
             let outcome = joined.unwrap_or_else(|e| {
-                Ok(take.iter().map(|&vl| failed_run(vl, &name, format!("runner {name} panicked: {e}"))).collect())
+                let why = format!("runner {name} panicked: {e}");
+                Ok(take.iter().map(|&vl| VlMeasurement::unmeasured(vl, &name, why.clone())).collect())
             });
             match outcome {
-                Ok(ms) => out.extend(take.iter().map(|&vl| {
-                    ms.iter().find(|m| m.vl_bits == vl).cloned().unwrap_or_else(|| {
-                        failed_run(vl, &name, format!("runner {name} returned no result for VL {vl}"))
-                    })
-                })),
-                Err(RunnerFault { runner, message }) => {
-                    tracing::warn!("runner {runner} failed ({message}); its work goes to the other runners");
-                    self.lock().down[r] = Some(format!("runner {runner} failed: {message}"));
-                    pending.extend(take);
+                Ok(ms) => {
+                    self.shared.lock().roster.on_success(r);
+                    out.extend(assemble(&name, &take, ms));
+                }
+                Err(fault) => {
+                    tracing::warn!("{fault}; its work goes to the other runners");
+                    let (action, policy) = {
+                        let mut state = self.shared.lock();
+                        (state.roster.on_fault(r, &fault), state.roster.policy().clone())
+                    };
+                    if action != FollowUp::Nothing {
+                        let (shared, runner) = (Arc::clone(&self.shared), Arc::clone(&self.runners[r]));
+                        let policy = policy.clone();
+                        tokio::spawn(async move {
+                            let verdict = follow_up(runner, action, policy).await;
+                            shared.lock().roster.settle(r, verdict);
+                            shared.changed.notify_waiters();
+                        });
+                    }
+                    if fault.kind != FaultKind::Busy {
+                        faults += 1;
+                    }
+                    if faults >= policy.max_faults_per_run {
+                        let why = format!("not measured: its run met {faults} runner faults, the last: {fault}");
+                        out.extend(take.iter().map(|&vl| VlMeasurement::unmeasured(vl, "dispatcher", why.clone())));
+                    } else {
+                        pending.extend(take);
+                    }
+                    self.shared.changed.notify_waiters();
                 }
             }
             drop(guard);

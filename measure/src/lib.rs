@@ -48,6 +48,7 @@ pub mod harness;
 pub mod protocol;
 pub mod result;
 pub mod runner;
+pub mod stats;
 
 pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder};
 pub use candidate::Candidate;
@@ -57,6 +58,7 @@ pub use harness::{
 };
 pub use protocol::TimingProtocol;
 pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
+pub use runner::health::FaultPolicy;
 pub use runner::native::NativeRunner;
 pub use runner::qemu::{QemuRunner, VlPolicy};
 pub use runner::remote::RemoteRunner;

@@ -17,6 +17,11 @@ pub enum Status {
     Timeout,
     /// The run completed but an output is outside its error bound.
     WrongResult,
+    /// Built, but not measured, for no fault of its own: no runner that
+    /// accepts it was left (every agent gone), none accepted it at all, its
+    /// runs kept meeting runner faults, or a runner misbehaved. The message
+    /// says why; measuring it again later may succeed.
+    Unmeasured,
 }
 
 impl Status {
@@ -28,7 +33,14 @@ impl Status {
             Status::RunError => "run_error",
             Status::Timeout => "timeout",
             Status::WrongResult => "wrong_result",
+            Status::Unmeasured => "unmeasured",
         }
+    }
+
+    /// True for the candidate's own failures (build error, crash, timeout,
+    /// wrong result); false for `ok` and `unmeasured`.
+    pub fn is_candidate_failure(self) -> bool {
+        !matches!(self, Status::Ok | Status::Unmeasured)
     }
 }
 
@@ -67,8 +79,9 @@ impl Timing {
 /// nothing about real performance and is kept only as `emulation_wall_s`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Emulated {
-    /// Dynamic instructions executed inside the kernel's address range (one
-    /// call; functions the kernel calls are outside the range).
+    /// Dynamic instructions executed in the kernel's code (one call, on one
+    /// thread): its function and the outlined bodies of its parallel loops;
+    /// the thread pool and functions the kernel calls are not counted.
     pub instructions: u64,
     /// Sum over the kernel's executed blocks of executions x llvm-mca cycles
     /// per execution for the target's CPU model (see
@@ -106,6 +119,31 @@ pub struct VlMeasurement {
     pub runner: String,
 }
 
+impl VlMeasurement {
+    /// A run that ended with `status` and `message`, without figures.
+    pub fn bare(vl_bits: u32, status: Status, runner: &str, message: impl Into<String>) -> VlMeasurement {
+        VlMeasurement {
+            vl_bits,
+            status,
+            message: message.into(),
+            max_abs_err: f64::NAN,
+            timing: None,
+            emulated: None,
+            runner: runner.to_string(),
+        }
+    }
+
+    /// A `run_error` of this vector length.
+    pub fn run_error(vl_bits: u32, runner: &str, message: impl Into<String>) -> VlMeasurement {
+        VlMeasurement::bare(vl_bits, Status::RunError, runner, message)
+    }
+
+    /// A vector length that was not measured, and why.
+    pub fn unmeasured(vl_bits: u32, runner: &str, reason: impl Into<String>) -> VlMeasurement {
+        VlMeasurement::bare(vl_bits, Status::Unmeasured, runner, reason)
+    }
+}
+
 /// The outcome of one candidate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
@@ -136,10 +174,37 @@ impl Measurement {
         }
     }
 
-    /// Derives the overall status from the runs.
+    /// Derives the overall status from the runs: the first of the
+    /// candidate's own failures, else `unmeasured` if some run was not
+    /// measured, else `ok`.
     pub fn from_runs(candidate: u64, artifact: String, build_s: f64, runs: Vec<VlMeasurement>) -> Measurement {
-        let status = runs.iter().map(|r| r.status).find(|s| *s != Status::Ok).unwrap_or(Status::Ok);
-        let message = runs.iter().find(|r| r.status != Status::Ok).map(|r| r.message.clone()).unwrap_or_default();
+        let first = runs
+            .iter()
+            .find(|r| r.status.is_candidate_failure())
+            .or_else(|| runs.iter().find(|r| r.status != Status::Ok));
+        let status = first.map_or(Status::Ok, |r| r.status);
+        let message = first.map(|r| r.message.clone()).unwrap_or_default();
         Measurement { candidate, status, message, artifact, build_s, runs }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_candidates_own_failure_outranks_an_unmeasured_run() {
+        let ok = VlMeasurement::bare(128, Status::Ok, "r", "");
+        let gone = VlMeasurement::unmeasured(256, "farm", "no runner left");
+        let crash = VlMeasurement::run_error(512, "r", "SIGSEGV");
+        let m = Measurement::from_runs(0, String::new(), 0.0, vec![ok.clone(), gone.clone(), crash]);
+        assert_eq!((m.status, m.message.as_str()), (Status::RunError, "SIGSEGV"));
+        let m = Measurement::from_runs(0, String::new(), 0.0, vec![ok.clone(), gone]);
+        assert_eq!((m.status, m.message.as_str()), (Status::Unmeasured, "no runner left"));
+        assert_eq!(Measurement::from_runs(0, String::new(), 0.0, vec![ok]).status, Status::Ok);
+        assert_eq!(Status::Unmeasured.name(), "unmeasured");
+        assert!(!Status::Unmeasured.is_candidate_failure() && Status::Timeout.is_candidate_failure());
+        let json = serde_json::to_string(&Status::Unmeasured).expect("json");
+        assert_eq!(json, "\"unmeasured\"");
     }
 }

@@ -24,28 +24,56 @@ fn the_second_build_of_a_candidate_is_a_cache_hit() {
     assert_eq!(first.candidate, 7);
     assert_eq!(first.artifact.len(), 64);
     assert!(cache.path_of(&first.artifact).is_file());
-    assert_eq!((builder.stats().compiled, builder.stats().cache_hits), (1, 0));
+    let stats = builder.stats();
+    assert_eq!((stats.compiled, stats.cache_hits, stats.executable_hits), (1, 0, 0));
+    assert!(!first.harness.executable_from_cache());
 
-    // Same workload, target and trace under another id: LLVM is skipped.
+    // Same workload, target and trace under another id: LLVM and the link are skipped.
     let again = Candidate { id: 8, ..c.clone() };
     let second = builder.build(&again).unwrap_or_else(|e| panic!("build: {e}"));
     assert_eq!(second.artifact, first.artifact);
-    assert_eq!((builder.stats().compiled, builder.stats().cache_hits), (1, 1));
+    let stats = builder.stats();
+    assert_eq!((stats.compiled, stats.cache_hits, stats.executable_hits), (1, 1, 1));
+    assert!(second.harness.executable_from_cache());
+    let exe = |b: &Built| std::fs::read(b.harness.executable()).expect("executable");
+    assert_eq!(exe(&second), exe(&first), "the executable linked the first time");
     // A fresh builder (another process, say) on the same directory hits too.
-    let other = LlvmBuilder::new().with_cache(cache);
+    let other = LlvmBuilder::new().with_cache(cache.clone());
     other.build(&c).unwrap_or_else(|e| panic!("build: {e}"));
-    assert_eq!((other.stats().compiled, other.stats().cache_hits), (0, 1));
+    assert_eq!((other.stats().compiled, other.stats().cache_hits, other.stats().executable_hits), (0, 1, 1));
+
+    // A spoiled executable entry is linked again, not run.
+    let exe_entries: Vec<_> =
+        walk(cache.dir()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "exe")).collect();
+    assert_eq!(exe_entries.len(), 1, "{exe_entries:?}");
+    std::fs::write(&exe_entries[0], b"junk").expect("spoil the entry");
+    let relinked = builder.build(&again).unwrap_or_else(|e| panic!("build: {e}"));
+    assert!(!relinked.harness.executable_from_cache());
 
     // A different trace is a different artifact.
     let different = Candidate { trace: scale_add_traces()[2].clone(), ..c.clone() };
     assert_ne!(builder.build(&different).expect("builds").artifact, first.artifact);
 
-    // And the cached object is the right kernel.
+    // And the cached object and executable are the right kernel.
     let vl = t.default_vl_bits[0];
-    for built in [&first, &second] {
+    for built in [&first, &second, &relinked] {
         let m = NativeRunner::new(quick()).measure(built, vl);
         assert_eq!(m.status, Status::Ok, "{}", m.message);
     }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 #[test]

@@ -4,6 +4,11 @@
 //! that crash, hang or compute a wrong result are hand-written C kernels
 //! compiled with clang-19 by `common::CraftedBuilder`; every other candidate
 //! is scheduled, lowered and compiled by the real `LlvmBuilder`.
+//!
+//! Overlap and dispatch are shown by construction, not by timing: a gated
+//! builder and a gated runner hold builds and runs until the test releases
+//! them, so "a run starts while a build is held" cannot depend on how loaded
+//! the machine is.
 
 mod common;
 
@@ -14,11 +19,12 @@ use scaletune_measure::builder::{BuildError, Builder};
 use scaletune_measure::farm::EventKind;
 use scaletune_measure::runner::RunnerFault;
 use scaletune_measure::{
-    ArtifactCache, Built, Candidate, Farm, LlvmBuilder, NativeRunner, Runner, Status, TimingProtocol, VlMeasurement,
+    ArtifactCache, Built, Candidate, Farm, FaultPolicy, LlvmBuilder, NativeRunner, Runner, Status, TimingProtocol,
+    VlMeasurement,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::Duration;
 
 fn quick() -> TimingProtocol {
@@ -120,18 +126,172 @@ async fn a_batch_of_twenty_survives_a_crash_a_hang_and_a_wrong_result() {
         }
     }
 
+    // One build and one run per candidate, each run after its build, on
+    // both runners. (That runs overlap builds and each other, and that no
+    // slot idles while a built candidate waits, is shown by construction in
+    // `a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one`.)
     let tl = &report.timeline;
     assert_eq!(tl.builds().len(), 20);
     assert_eq!(tl.runs().len(), 20);
-    // Two runners busy at once, builds running while candidates run, and no
-    // slot left idle while a built candidate waited.
-    assert!(tl.max_concurrent_runs() >= 2, "{tl:#?}");
-    assert!(tl.build_run_overlap() > Duration::from_millis(50), "{:?}", tl.build_run_overlap());
-    assert!(tl.max_dispatch_delay() < Duration::from_millis(250), "{:?}", tl.max_dispatch_delay());
-    // The hang occupied one slot; the other runner kept working meanwhile.
+    let built_at: HashMap<u64, Duration> = tl.builds().iter().map(|b| (b.candidate, b.end)).collect();
+    assert!(tl.runs().iter().all(|r| r.start >= built_at[&r.candidate]), "{tl:#?}");
+    let slots: HashSet<Option<usize>> = tl.runs().iter().map(|r| r.slot).collect();
+    assert_eq!(slots.len(), 2, "both runners got work: {tl:#?}");
+    // The hang held its slot until it was killed at its timeout.
     let hang = tl.runs().into_iter().find(|s| s.candidate == HANG).expect("hang ran");
-    let during = tl.runs().iter().filter(|s| s.slot != hang.slot && s.start > hang.start && s.end < hang.end).count();
-    assert!(during >= 1, "{tl:#?}");
+    assert!(hang.end - hang.start >= Duration::from_millis(1500), "{hang:?}");
+}
+
+/// A door per candidate id: `wait` blocks until the test `open`s it.
+#[derive(Default)]
+struct Doors {
+    open: Mutex<HashSet<u64>>,
+    changed: Condvar,
+}
+
+impl Doors {
+    fn open(&self, id: u64) {
+        self.open.lock().expect("lock").insert(id);
+        self.changed.notify_all();
+    }
+
+    fn open_all(&self, ids: impl IntoIterator<Item = u64>) {
+        for id in ids {
+            self.open(id);
+        }
+    }
+
+    fn wait(&self, id: u64) {
+        let mut open = self.open.lock().expect("lock");
+        while !open.contains(&id) {
+            open = self.changed.wait(open).expect("wait");
+        }
+    }
+}
+
+/// What the gated builder and runner tell the test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sign {
+    BuildEntered(u64),
+    RunStarted(u64),
+}
+
+/// Hands out prebuilt harnesses, each once its build door is open.
+struct GatedBuilder {
+    built: Mutex<HashMap<u64, Built>>,
+    doors: Arc<Doors>,
+    signs: Mutex<mpsc::Sender<Sign>>,
+}
+
+impl Builder for GatedBuilder {
+    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
+        let _ = self.signs.lock().expect("lock").send(Sign::BuildEntered(c.id));
+        self.doors.wait(c.id);
+        self.built.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness {}", c.id)))
+    }
+}
+
+/// A runner with two slots whose runs end (ok) once their door is open; executes nothing.
+struct GatedRunner {
+    doors: Arc<Doors>,
+    signs: Mutex<mpsc::Sender<Sign>>,
+}
+
+#[async_trait]
+impl Runner for GatedRunner {
+    fn name(&self) -> String {
+        "gated".into()
+    }
+    fn accepts(&self, target: &Target, _vl_bits: u32) -> bool {
+        target.is_native()
+    }
+    fn slots(&self) -> usize {
+        2
+    }
+    async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
+        let id = built.candidate;
+        let _ = self.signs.lock().expect("lock").send(Sign::RunStarted(id));
+        let doors = Arc::clone(&self.doors);
+        tokio::task::spawn_blocking(move || doors.wait(id)).await.expect("door");
+        vl_bits.iter().map(|&vl| VlMeasurement::bare(vl, Status::Ok, "gated", "")).collect()
+    }
+}
+
+/// Waits for the next sign (a minute is far beyond any scheduling delay: only a farm that never sends it fails).
+fn next_sign(signs: &mpsc::Receiver<Sign>) -> Sign {
+    signs.recv_timeout(Duration::from_secs(60)).expect("the farm went on")
+}
+
+#[test]
+fn a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one() {
+    let (w, t) = (workload("scale_add:N=64"), target("host"));
+    let object = common::compile_c(&t, &scale_add_c(64, ""));
+    let harness = |id: u64| {
+        let req = scaletune_measure::CheckRequest {
+            workload: &w,
+            target: &t,
+            object: &object,
+            symbol: "kernel",
+            vl_bits: vec![],
+            seed: 1,
+            timeout: Duration::from_secs(30),
+            work_dir: None,
+        };
+        let harness = scaletune_measure::Harness::build(&req).expect("harness");
+        Built { candidate: id, artifact: format!("crafted-{id}"), harness, build_s: 0.0 }
+    };
+    let (build_doors, run_doors) = (Arc::new(Doors::default()), Arc::new(Doors::default()));
+    let (tx, signs) = mpsc::channel();
+    let builder = GatedBuilder {
+        built: Mutex::new((0..4).map(|id| (id, harness(id))).collect()),
+        doors: Arc::clone(&build_doors),
+        signs: Mutex::new(tx.clone()),
+    };
+    let runner = GatedRunner { doors: Arc::clone(&run_doors), signs: Mutex::new(tx) };
+    let candidates: Vec<Candidate> =
+        (0..4).map(|id| Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone())).collect();
+    // Two build workers, one runner with two slots. Candidates 0 to 2 build at
+    // once; candidate 3's build is held until the end.
+    let farm = Farm::new(Arc::new(builder), 2, vec![Arc::new(runner)]).with_max_ahead(8);
+    build_doors.open_all(0..3);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let batch = {
+        let _entered = rt.enter();
+        farm.submit(candidates)
+    };
+    // Both slots take a built candidate while no run has ended, and
+    // candidate 3's build has begun and is held: runs overlap each other and a build.
+    let mut started = Vec::new();
+    let mut build_3_entered = false;
+    while started.len() < 2 || !build_3_entered {
+        match next_sign(&signs) {
+            Sign::RunStarted(id) => started.push(id),
+            Sign::BuildEntered(3) => build_3_entered = true,
+            Sign::BuildEntered(_) => {}
+        }
+    }
+    assert!(started.iter().all(|id| *id < 3), "{started:?}");
+    // The third built candidate waits for a slot, not for the held build:
+    // ending one run (the other still held) starts it.
+    run_doors.open(started[0]);
+    let third = loop {
+        if let Sign::RunStarted(id) = next_sign(&signs) {
+            break id;
+        }
+    };
+    assert!(third < 3 && !started.contains(&third), "{third} after {started:?}");
+    build_doors.open(3);
+    run_doors.open_all(0..4);
+    let report = rt.block_on(batch.finish());
+    assert_eq!(report.measurements.len(), 4);
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
+    let tl = &report.timeline;
+    assert!(tl.max_concurrent_runs() >= 2, "{tl:#?}");
+    assert!(tl.build_run_overlap() > Duration::ZERO, "{tl:#?}");
+    // In the timeline, too: the third run started before candidate 3's build ended.
+    let build_3_end = tl.builds().iter().find(|b| b.candidate == 3).expect("build 3").end;
+    let third_start = tl.runs().iter().find(|r| r.candidate == third).expect("third run").start;
+    assert!(third_start <= build_3_end, "{tl:#?}");
 }
 
 /// Hands out harnesses built before the batch, so that every build ends at once.
@@ -193,13 +353,13 @@ async fn build_errors_and_unrunnable_vector_lengths_are_results() {
     assert_eq!(bad.status, Status::BuildError);
     assert!(bad.message.contains("Nope"), "{}", bad.message);
     let sve_m = report.get(1).expect("1");
-    assert_eq!(sve_m.status, Status::RunError);
+    assert_eq!(sve_m.status, Status::Unmeasured, "no runner for it is not the candidate's fault");
     assert!(sve_m.message.contains("no runner accepts target `sve-generic` at VL 256"), "{}", sve_m.message);
     assert!(report.timeline.of(1).iter().all(|e| e.kind == EventKind::Done), "never built");
     let mixed = report.get(2).expect("2");
     assert_eq!(
         mixed.runs.iter().map(|r| (r.vl_bits, r.status)).collect::<Vec<_>>(),
-        [(vl, Status::Ok), (4096, Status::RunError)]
+        [(vl, Status::Ok), (4096, Status::Unmeasured)]
     );
     let threes: Vec<_> = report.measurements.iter().filter(|m| m.candidate == 3).collect();
     assert_eq!(threes.len(), 2);
@@ -207,8 +367,23 @@ async fn build_errors_and_unrunnable_vector_lengths_are_results() {
     assert!(threes.iter().any(|m| m.message.contains("duplicate candidate id 3")));
 }
 
-/// A runner that accepts host candidates but is gone: every run is a runner fault.
-struct Vanished(AtomicUsize);
+/// Fault handling that waits milliseconds, not seconds.
+fn fast_policy() -> FaultPolicy {
+    FaultPolicy {
+        probes: 3,
+        probe_backoff: Duration::from_millis(5),
+        max_backoff: Duration::from_millis(20),
+        busy_backoff: Duration::from_millis(5),
+        max_faults_per_run: 3,
+    }
+}
+
+/// A runner that accepts host candidates but is gone: every run is a runner fault, every probe fails.
+#[derive(Default)]
+struct Vanished {
+    runs: AtomicUsize,
+    probes: AtomicUsize,
+}
 
 #[async_trait]
 impl Runner for Vanished {
@@ -222,9 +397,55 @@ impl Runner for Vanished {
         unreachable!("the farm calls try_run")
     }
     async fn try_run(&self, _built: Arc<Built>, _vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        self.runs.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(50)).await;
-        Err(RunnerFault { runner: self.name(), message: "connection reset".into() })
+        Err(RunnerFault::unreachable(self.name(), "connection reset"))
+    }
+    async fn probe(&self) -> Result<(), RunnerFault> {
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        Err(RunnerFault::unreachable(self.name(), "connection refused"))
+    }
+}
+
+/// A native runner whose first `flaky_runs` runs fail with a fault of `kind`
+/// (unreachable: its probes succeed), and which fails every run of `cursed`.
+struct Flaky {
+    native: NativeRunner,
+    kind: scaletune_measure::runner::FaultKind,
+    flaky_runs: usize,
+    cursed: Option<u64>,
+    runs: AtomicUsize,
+    probes: AtomicUsize,
+}
+
+impl Flaky {
+    fn new(kind: scaletune_measure::runner::FaultKind, flaky_runs: usize, cursed: Option<u64>) -> Flaky {
+        let native = NativeRunner::new(quick()).with_name("flaky");
+        Flaky { native, kind, flaky_runs, cursed, runs: AtomicUsize::new(0), probes: AtomicUsize::new(0) }
+    }
+}
+
+#[async_trait]
+impl Runner for Flaky {
+    fn name(&self) -> String {
+        "flaky".into()
+    }
+    fn accepts(&self, target: &Target, vl_bits: u32) -> bool {
+        self.native.accepts(target, vl_bits)
+    }
+    async fn run(&self, _built: Arc<Built>, _vl_bits: &[u32]) -> Vec<VlMeasurement> {
+        unreachable!("the farm calls try_run")
+    }
+    async fn try_run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
+        if n < self.flaky_runs || self.cursed == Some(built.candidate) {
+            return Err(RunnerFault::new(self.name(), self.kind, format!("fault on run {n}")));
+        }
+        Ok(self.native.run(built, vl_bits).await)
+    }
+    async fn probe(&self) -> Result<(), RunnerFault> {
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -244,41 +465,87 @@ impl Runner for Panicky {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runner_that_disappears_hands_its_work_to_the_others() {
+fn four_candidates() -> (Vec<Candidate>, Vec<(u64, String)>) {
     let (w, t) = (workload("scale_add:N=64"), target("host"));
     let sources: Vec<(u64, String)> = (0..4).map(|id| (id, scale_add_c(64, ""))).collect();
     let candidates: Vec<Candidate> =
         (0..4).map(|id| Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone())).collect();
-    let vanished = Arc::new(Vanished(AtomicUsize::new(0)));
+    (candidates, sources)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_disappears_hands_its_work_to_the_others() {
+    let (candidates, sources) = four_candidates();
+    let vanished = Arc::new(Vanished::default());
     let mut runners: Vec<Arc<dyn Runner>> = vec![vanished.clone()];
     runners.extend(natives(1, quick()));
-    let farm = Farm::new(Arc::new(crafted(&sources)), 2, runners);
+    let farm = Farm::new(Arc::new(crafted(&sources)), 2, runners).with_fault_policy(fast_policy());
     let report = farm.measure(candidates.clone()).await;
     assert_eq!(report.measurements.len(), 4);
     for m in &report.measurements {
         assert_eq!(m.status, Status::Ok, "{m:?}");
         assert_eq!(m.runs[0].runner, "native-0");
     }
-    assert_eq!(vanished.0.load(Ordering::Relaxed), 1, "taken out of the batch after its first fault");
+    assert_eq!(vanished.runs.load(Ordering::Relaxed), 1, "no new work while it is probed, none after");
     assert_eq!(report.timeline.events.iter().filter(|e| e.kind == EventKind::RunnerFault).count(), 1);
 
-    // With no other runner left, the work fails with the runner's fault, and the batch still ends.
-    let alone = Farm::new(Arc::new(crafted(&sources)), 1, vec![Arc::new(Vanished(AtomicUsize::new(0)))]);
+    // With no other runner, the work waits while the runner is re-probed; when
+    // every probe has failed it is `unmeasured` (not the candidates' fault),
+    // with the runner's fault, and the batch still ends.
+    let gone = Arc::new(Vanished::default());
+    let alone = Farm::new(Arc::new(crafted(&sources)), 1, vec![gone.clone()]).with_fault_policy(fast_policy());
     let report = alone.measure(candidates.clone()).await;
     assert_eq!(report.measurements.len(), 4);
     for m in &report.measurements {
-        assert_eq!(m.status, Status::RunError);
-        assert!(m.message.contains("no runner left") && m.message.contains("connection reset"), "{}", m.message);
+        assert_eq!(m.status, Status::Unmeasured, "{m:?}");
+        assert!(m.message.contains("no runner left") && m.message.contains("connection"), "{}", m.message);
     }
+    assert_eq!(gone.runs.load(Ordering::Relaxed), 1, "one run, then probes only");
+    assert_eq!(gone.probes.load(Ordering::Relaxed), 3, "a bounded number of probes");
 
-    // A panicking runner is a run error of that run, not a dead batch.
+    // A panicking runner leaves that run unmeasured, not a dead batch.
     let buggy = Farm::new(Arc::new(crafted(&sources)), 1, vec![Arc::new(Panicky)]);
     let report = buggy.measure(candidates).await;
     assert_eq!(report.measurements.len(), 4);
     for m in &report.measurements {
-        assert_eq!(m.status, Status::RunError);
+        assert_eq!(m.status, Status::Unmeasured);
         assert!(m.message.contains("runner panicky panicked"), "{}", m.message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_answers_its_probe_or_was_busy_gets_work_again() {
+    use scaletune_measure::runner::FaultKind;
+    let (candidates, sources) = four_candidates();
+    // Alone, a runner whose first run faults: it answers the probe and measures everything.
+    let flaky = Arc::new(Flaky::new(FaultKind::Unreachable, 1, None));
+    let farm = Farm::new(Arc::new(crafted(&sources)), 1, vec![flaky.clone()]).with_fault_policy(fast_policy());
+    let report = farm.measure(candidates.clone()).await;
+    assert_eq!(report.measurements.len(), 4);
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
+    assert!(flaky.probes.load(Ordering::Relaxed) >= 1);
+    assert_eq!(flaky.runs.load(Ordering::Relaxed), 5, "the faulted run was retried once");
+
+    // A busy runner (503: no free slot) is not probed, and not given up.
+    let busy = Arc::new(Flaky::new(FaultKind::Busy, 2, None));
+    let farm = Farm::new(Arc::new(crafted(&sources)), 1, vec![busy.clone()]).with_fault_policy(fast_policy());
+    let report = farm.measure(candidates.clone()).await;
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
+    assert_eq!(busy.probes.load(Ordering::Relaxed), 0);
+    assert_eq!(busy.runs.load(Ordering::Relaxed), 6);
+
+    // Work that meets a fault on every attempt is unmeasured after its fault
+    // budget; the rest of the batch is measured on the same runner.
+    let cursed = Arc::new(Flaky::new(FaultKind::Unreachable, 0, Some(2)));
+    let farm = Farm::new(Arc::new(crafted(&sources)), 1, vec![cursed.clone()]).with_fault_policy(fast_policy());
+    let report = farm.measure(candidates).await;
+    for m in &report.measurements {
+        if m.candidate == 2 {
+            assert_eq!(m.status, Status::Unmeasured, "{m:?}");
+            assert!(m.message.contains("3 runner faults"), "{}", m.message);
+        } else {
+            assert_eq!(m.status, Status::Ok, "{m:?}");
+        }
     }
 }
 

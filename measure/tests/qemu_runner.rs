@@ -237,6 +237,55 @@ fn a_farm_feeds_the_qemu_runner_and_gets_counts_per_vl() {
     assert!(crash.runs.iter().all(|r| r.status == Status::RunError && r.message.contains("SIGSEGV")));
 }
 
+/// A schedule shipped in `configs/schedules/`.
+fn shipped_schedule(file: &str) -> Trace {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/schedules").join(file);
+    trace(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+#[test]
+fn parallel_loops_are_counted_in_their_outlined_bodies_once_and_alike_every_run() {
+    let w = workload("matmul:M=32,N=64,K=16");
+    // The same schedule with and without `parallel(i0)` on SVE (static
+    // executable) and on the emulated host (PIE), where the pool would start
+    // a thread per CPU if the runner did not ask for one.
+    let host = Arc::new(scaletune_measure::emulation::emulable_host_target(&target("host")));
+    for (t, runner, vl) in [
+        (target("sve-generic"), QemuRunner::new(), 256),
+        (Arc::clone(&host), QemuRunner::emulating_host(), host.default_vl_bits[0]),
+    ] {
+        let serial = llvm_built(&w, &t, shipped_schedule("matmul_tiled.trace"));
+        let parallel = llvm_built(&w, &t, shipped_schedule("matmul_parallel.trace"));
+        let (s, _) = runner.profile(&serial, vl);
+        let (a, profile) = runner.profile(&parallel, vl);
+        let (b, again) = runner.profile(&parallel, vl);
+        let (ns, na, nb) = (instructions(&s), instructions(&a), instructions(&b));
+        let name = &t.name;
+        assert_eq!(na, nb, "{name}: the same count on every run");
+        let (profile, again) = (profile.expect("a profile"), again.expect("a profile"));
+        assert_eq!(profile.counts.blocks, again.counts.blocks, "{name}");
+        assert_eq!(profile.counts.threads, 1, "{name}: one guest thread");
+        // The loop body runs in an outlined function, and it is counted.
+        let outlined: Vec<&str> = profile.range.functions.iter().map(|f| f.name.as_str()).collect();
+        assert!(outlined.iter().any(|f| f.starts_with("scaletune_matmul.par.")), "{name}: {outlined:?}");
+        let in_bodies: u64 = profile
+            .counts
+            .blocks
+            .iter()
+            .filter(|b| profile.range.function_at(b.addr).is_some_and(|f| f.name != "scaletune_matmul"))
+            .map(|b| b.n_insns * b.executions)
+            .sum();
+        assert!(in_bodies * 10 > na * 9, "{name}: most of the work is in the bodies: {in_bodies} of {na}");
+        // The whole work, once: the serial count plus packing and unpacking the loop's context.
+        assert!(na >= ns && na - ns <= 100, "{name}: parallel {na} vs serial {ns}");
+        // Every counted block is priced, the outlined ones too.
+        let cycles = |m: &VlMeasurement| m.emulated.as_ref().and_then(|e| e.est_cycles);
+        let (cs, ca) = (cycles(&s).expect("serial estimate"), cycles(&a).expect("parallel estimate"));
+        assert_eq!(cycles(&a), cycles(&b), "{name}");
+        assert!(ca >= cs && ca <= 1.05 * cs, "{name}: est. cycles parallel {ca} vs serial {cs}");
+    }
+}
+
 #[test]
 fn block_costs_are_kept_on_disk() {
     use scaletune_measure::emulation::CycleEstimator;

@@ -1,4 +1,4 @@
-//! Remote agents on 127.0.0.1: a measured batch, a refused token, an agent stopped mid-batch, a crash that stays put, slots and queueing, TLS.
+//! Remote agents on 127.0.0.1: a measured batch, a refused token, an agent stopped mid-batch, one that comes back, a crash that stays put, slots and queueing, TLS.
 //!
 //! Every agent is served by the library (`Agent::serve`) on a tokio runtime
 //! of its own, on an ephemeral loopback port; "killing" an agent shuts that
@@ -17,9 +17,12 @@ use scaletune_measure::builder::{BuildError, Builder};
 use scaletune_measure::dispatch::Dispatcher;
 use scaletune_measure::farm::EventKind;
 use scaletune_measure::harness::ProcessEnding;
+use scaletune_measure::runner::health::Health;
 use scaletune_measure::runner::remote::{AgentEndpoint, RemoteError};
+use scaletune_measure::runner::FaultKind;
 use scaletune_measure::{
-    Built, Candidate, CheckRequest, Farm, Harness, LlvmBuilder, RemoteRunner, Runner, Status, TimingProtocol,
+    Built, Candidate, CheckRequest, Farm, FaultPolicy, Harness, LlvmBuilder, RemoteRunner, Runner, Status,
+    TimingProtocol,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -50,10 +53,30 @@ struct TestAgent {
 
 impl TestAgent {
     fn start(slots: usize, tls: Option<TlsIdentity>) -> TestAgent {
-        let mut config = AgentConfig::new(Target::load("host").expect("host"), token());
+        TestAgent::start_on("127.0.0.1:0".parse().expect("addr"), slots, tls)
+    }
+
+    /// An agent on `addr` (port 0: an ephemeral port).
+    fn start_on(addr: SocketAddr, slots: usize, tls: Option<TlsIdentity>) -> TestAgent {
+        TestAgent::start_with(addr, slots, tls, token())
+    }
+
+    /// An agent on `addr` that wants `token`. A port that a killed agent's
+    /// runtime has not let go of yet is tried again for up to a minute.
+    fn start_with(addr: SocketAddr, slots: usize, tls: Option<TlsIdentity>, token: Token) -> TestAgent {
+        let mut config = AgentConfig::new(Target::load("host").expect("host"), token);
         config.slots = slots;
         let agent = Agent::new(&config).expect("agent");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let start = Instant::now();
+        let listener = loop {
+            match std::net::TcpListener::bind(addr) {
+                Ok(l) => break l,
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && start.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("bind {addr}: {e}"),
+            }
+        };
         let addr = listener.local_addr().expect("addr");
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
         rt.spawn(agent.clone().serve(listener, tls, std::future::pending()));
@@ -84,6 +107,17 @@ impl Drop for TestAgent {
 
 async fn connect(agent: &TestAgent, name: &str, protocol: TimingProtocol) -> RemoteRunner {
     RemoteRunner::connect(agent.endpoint(name), protocol).await.unwrap_or_else(|e| panic!("connect: {e}"))
+}
+
+/// Probes quickly, and often enough to outlast a restart of the agent.
+fn patient() -> FaultPolicy {
+    FaultPolicy {
+        probes: 10,
+        probe_backoff: Duration::from_millis(50),
+        max_backoff: Duration::from_secs(2),
+        busy_backoff: Duration::from_millis(50),
+        max_faults_per_run: 3,
+    }
 }
 
 /// Hands out harnesses built before the batch.
@@ -299,7 +333,8 @@ async fn a_crash_on_a_live_agent_is_the_candidates_own_fault() {
         Arc::new(connect(&a, "a", quick()).await),
         Arc::new(connect(&b, "b", quick()).await),
     ];
-    let dispatcher = Arc::new(Dispatcher::new(runners));
+    let quick_probes = FaultPolicy { probes: 2, probe_backoff: Duration::from_millis(10), ..patient() };
+    let dispatcher = Arc::new(Dispatcher::with_fault_policy(runners, quick_probes));
     let ms = dispatcher.run_all(work).await;
     assert_eq!(ms.len(), 5);
     for m in &ms {
@@ -319,9 +354,107 @@ async fn a_crash_on_a_live_agent_is_the_candidates_own_fault() {
     }
     // One run per candidate on the live agents: the crash and the hang were not retried elsewhere.
     assert_eq!(a.agent.runs_started() + b.agent.runs_started(), 5);
-    let down = dispatcher.down();
-    assert_eq!(down.len(), 1, "{down:?}");
-    assert_eq!(down[0].0, "agent@gone");
+    // The dead agent is being re-probed or taken out; the live ones are up.
+    let health = dispatcher.health();
+    assert_eq!(health[0].0, "agent@gone");
+    assert_ne!(health[0].1, Health::Up, "{health:?}");
+    assert!(health[1..].iter().all(|(_, h)| *h == Health::Up), "{health:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_farm_a_crash_on_a_live_agent_is_the_candidates_result_and_is_not_retried() {
+    const SEGV: u64 = 1;
+    const WRONG: u64 = 3;
+    let (w, host) = (workload("scale_add:N=64"), target("host"));
+    let sources: HashMap<u64, String> = (0..5)
+        .map(|id| {
+            let extra = match id {
+                SEGV => "*(volatile float *)(uintptr_t)16 = s;",
+                WRONG => "y[5] = -y[5] - 1.0f;",
+                _ => "",
+            };
+            (id, scale_add_c(64, extra))
+        })
+        .collect();
+    let candidates: Vec<Candidate> =
+        (0..5).map(|id| Candidate::new(id, Arc::clone(&w), Arc::clone(&host), scale_add_traces()[0].clone())).collect();
+    let (a, b) = (TestAgent::start(1, None), TestAgent::start(1, None));
+    let mut gone = TestAgent::start(1, None);
+    let gone_runner = connect(&gone, "gone", quick()).await;
+    gone.kill();
+    let runners: Vec<Arc<dyn Runner>> = vec![
+        Arc::new(gone_runner),
+        Arc::new(connect(&a, "a", quick()).await),
+        Arc::new(connect(&b, "b", quick()).await),
+    ];
+    let builder = CraftedBuilder { llvm: LlvmBuilder::new(), sources };
+    let quick_probes = FaultPolicy { probes: 2, probe_backoff: Duration::from_millis(10), ..patient() };
+    let farm = Farm::new(Arc::new(builder), 2, runners).with_fault_policy(quick_probes);
+    let report = farm.measure(candidates).await;
+    assert_eq!(report.measurements.len(), 5);
+    for m in &report.measurements {
+        let run = &m.runs[0];
+        assert!(run.runner == "agent@a" || run.runner == "agent@b", "{m:?}");
+        match m.candidate {
+            SEGV => {
+                assert_eq!(m.status, Status::RunError, "{m:?}");
+                assert!(m.message.contains("SIGSEGV") && m.message.contains(&run.runner), "{}", m.message);
+            }
+            WRONG => assert_eq!(m.status, Status::WrongResult, "{m:?}"),
+            _ => assert_eq!(m.status, Status::Ok, "{m:?}"),
+        }
+    }
+    // Each candidate ran once on a live agent: the crash was not retried, and
+    // the work the dead agent faulted on ran elsewhere.
+    assert_eq!(a.agent.runs_started() + b.agent.runs_started(), 5);
+    let runs_of = |id: u64| report.timeline.of(id).iter().filter(|e| e.kind == EventKind::RunEnd).count();
+    assert!((0..5).all(|id| runs_of(id) == 1), "{:#?}", report.timeline);
+    let faults: Vec<_> = report.timeline.events.iter().filter(|e| e.kind == EventKind::RunnerFault).collect();
+    assert!(faults.iter().all(|e| e.runner.as_deref() == Some("agent@gone")), "{faults:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_restarts_mid_batch_is_probed_back_into_it() {
+    // The only agent dies during a run and comes back on the same address:
+    // the faulted run is retried there once a probe gets an answer, and the
+    // batch is measured, none of it `unmeasured`.
+    let (candidates, builder) = prebuilt(0..4, 256, "usleep(100000);", Duration::from_secs(20));
+    let mut first = TestAgent::start(1, None);
+    let addr = first.addr;
+    let runner = Arc::new(connect(&first, "a", calls(2)).await);
+    assert!(runner.probe().await.is_ok(), "a live agent answers its probe");
+    let farm = Farm::new(Arc::new(builder), 2, vec![runner.clone() as Arc<dyn Runner>])
+        .with_max_ahead(16)
+        .with_fault_policy(patient());
+    let batch = farm.submit(candidates);
+    let start = Instant::now();
+    loop {
+        let tl = batch.timeline();
+        let count = |kind| tl.events.iter().filter(|e| e.kind == kind).count();
+        if count(EventKind::RunStart) >= 2 && count(EventKind::RunStart) > count(EventKind::RunEnd) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no second run: {tl:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    first.kill();
+    let fault = runner.probe().await.expect_err("a dead agent does not answer");
+    assert_eq!(fault.kind, FaultKind::Unreachable, "{fault}");
+    let second = TestAgent::start_on(addr, 1, None);
+    let report = batch.finish().await;
+    assert_eq!(report.measurements.len(), 4);
+    for m in &report.measurements {
+        assert_eq!(m.status, Status::Ok, "candidate {}: {}", m.candidate, m.message);
+    }
+    let faults = report.timeline.events.iter().filter(|e| e.kind == EventKind::RunnerFault).count();
+    assert_eq!(faults, 1, "{:#?}", report.timeline);
+    assert!(second.agent.runs_started() >= 2, "the restarted agent ran the faulted candidate and the rest");
+    // An agent that comes back with another token refuses the probe: that is for good.
+    drop(second);
+    let other_token = Token::new("another-token-0123456789").expect("token");
+    let _impostor = TestAgent::start_with(addr, 1, None, other_token);
+    let fault = runner.probe().await.expect_err("refused");
+    assert_eq!(fault.kind, FaultKind::Refused, "{fault}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,6 +496,7 @@ async fn extra_runs_wait_for_a_slot_and_waiting_is_not_run_time() {
         other => panic!("expected one run and one fault: {other:?}"),
     };
     assert!(fault.message.contains("503") && fault.message.contains("no free slot"), "{fault}");
+    assert_eq!(fault.kind, FaultKind::Busy, "a busy agent is not a gone one");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -99,7 +99,8 @@ enum Command {
     Agent(agent::AgentArgs),
 }
 
-fn run(cli: Cli) -> anyhow::Result<bool> {
+/// Runs a command; returns the exit status (0 ok, 1 a candidate failed, 3 not measured).
+fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Workloads { name } => print!("{}", info::workloads(name.as_deref())?),
         Command::Targets { name } => print!("{}", info::targets(name.as_deref())?),
@@ -131,7 +132,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 }
                 println!("wrote {} traces to {}", ex.samples.len(), dir.display());
             }
-            return Ok(ex.failed == 0);
+            return Ok(u8::from(ex.failed != 0));
         }
         Command::Check { workload, target, schedule, vl, seed, timeout } => {
             let outcome = check::run(&check::CheckArgs {
@@ -143,16 +144,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 timeout: Duration::from_secs(timeout),
             })?;
             print!("{}", outcome.report);
-            return Ok(outcome.passed);
+            return Ok(u8::from(!outcome.passed));
         }
         Command::Agent(args) => agent::run(&args)?,
         Command::Measure(args) => {
             let outcome = measure::run(&args)?;
             print!("{}", outcome.report);
-            return Ok(outcome.passed);
+            return Ok(outcome.exit_code());
         }
     }
-    Ok(true)
+    Ok(0)
 }
 
 fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::target::Target> {
@@ -162,8 +163,7 @@ fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::tar
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
             ExitCode::from(2)

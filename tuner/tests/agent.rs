@@ -1,9 +1,9 @@
-//! `scaletune agent` as a real process: it serves its info to the token only, measures a candidate for a farm on another runtime, and its death is a runner fault.
+//! `scaletune agent` as a real process: it listens on loopback by default, serves its info to the token only, measures a candidate for a farm on another runtime, and its death is a runner fault.
 
 use scaletune_codegen::target::Target;
 use scaletune_measure::agent::Token;
 use scaletune_measure::runner::remote::{AgentEndpoint, RemoteError};
-use scaletune_measure::{Candidate, Farm, LlvmBuilder, RemoteRunner, Runner, Status, TimingProtocol};
+use scaletune_measure::{Candidate, Farm, FaultPolicy, LlvmBuilder, RemoteRunner, Runner, Status, TimingProtocol};
 use scaletune_space::trace::parse_trace;
 use scaletune_space::workload::load;
 use std::io::{BufRead, BufReader};
@@ -77,7 +77,14 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
         "b = get_block(\"Y\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[None, 4*vscale])\nvectorize(i1, tail=\"predicate\")\n",
     )
     .expect("trace");
-    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, vec![Arc::new(runner.clone()) as Arc<dyn Runner>]);
+    let fast_probes = FaultPolicy {
+        probes: 2,
+        probe_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(100),
+        ..FaultPolicy::default()
+    };
+    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, vec![Arc::new(runner.clone()) as Arc<dyn Runner>])
+        .with_fault_policy(fast_probes);
     let candidate = Candidate::new(0, w, host, trace);
     let report = farm.measure_blocking(vec![candidate.clone()]).expect("runtime");
     let m = &report.measurements[0];
@@ -85,15 +92,49 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
     assert_eq!(m.runs[0].runner, "agent@p");
     assert_eq!(m.runs[0].timing.as_ref().expect("timed").repeats_s.len(), 3);
 
-    // A dead agent process: connecting fails, and so does every run, as a fault of the runner.
+    // A dead agent process: connecting fails, and so does every run, as a
+    // fault of the runner; after its probes fail the candidate is
+    // `unmeasured` (not a failure of its own).
     agent.0.kill().expect("kill the agent");
     let _ = agent.0.wait();
     let report = farm.measure_blocking(vec![candidate]).expect("runtime");
     let m = &report.measurements[0];
-    assert_eq!(m.status, Status::RunError, "{m:?}");
+    assert_eq!(m.status, Status::Unmeasured, "{m:?}");
     assert!(m.message.contains("no runner left") && m.message.contains("agent@p"), "{}", m.message);
     let gone = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token), quick());
     assert!(matches!(gone, Err(RemoteError::Unreachable { .. })), "{gone:?}");
+}
+
+#[test]
+fn without_listen_the_agent_listens_on_loopback() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).expect("write token");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+        .args(["agent", "--token-file"])
+        .arg(&token_file)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start scaletune agent");
+    let stderr = child.stderr.take().expect("stderr");
+    let _process = AgentProcess(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("listening on") || line.contains("error") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).expect("the agent says where it listens");
+    // Either it listens on 127.0.0.1:7878, or (another test or agent holds
+    // that port) it says it cannot: both name the default address.
+    let listening = line.contains("listening on http://127.0.0.1:7878");
+    let refused = line.contains("cannot listen on 127.0.0.1:7878");
+    assert!(listening || refused, "{line}");
 }
 
 /// `scaletune measure --runner remote --farm FILE` against an agent process

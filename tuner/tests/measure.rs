@@ -49,7 +49,7 @@ fn native_measurement_prints_every_repeat_and_reuses_the_artifact() {
     let o = scaletune(&args);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("(from the artifact cache)"), "{t}");
+    assert!(t.contains("(object and executable from the artifact cache)"), "{t}");
 }
 
 #[test]

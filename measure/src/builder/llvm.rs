@@ -1,4 +1,4 @@
-//! The LLVM builder: schedule replay, lowering, LLVM and linking in this process, with the artifact cache.
+//! The LLVM builder: schedule replay, lowering, LLVM and linking in this process, with the artifact cache (objects and executables).
 //!
 //! LLVM runs in-process: `scaletune_codegen::llvm::compile` creates its own
 //! context per call (so builder threads never share one) and rejects up front
@@ -11,7 +11,7 @@
 use super::cache::{artifact_key, ArtifactCache};
 use super::{panic_message, BuildError, Builder};
 use crate::candidate::Candidate;
-use crate::harness::{CheckRequest, Harness};
+use crate::harness::{CheckRequest, Harness, LinkCache};
 use crate::runner::Built;
 use scaletune_codegen::llvm::{self, CompileOptions};
 use scaletune_codegen::lower::lower;
@@ -34,6 +34,8 @@ pub struct BuildStats {
     pub cache_hits: u64,
     /// Objects compiled with LLVM.
     pub compiled: u64,
+    /// Linked executables (driver + kernel) found in the cache (link skipped).
+    pub executable_hits: u64,
     /// Builds that failed.
     pub failed: u64,
 }
@@ -46,6 +48,7 @@ pub struct LlvmBuilder {
     options: CompileOptions,
     cache_hits: AtomicU64,
     compiled: AtomicU64,
+    executable_hits: AtomicU64,
     failed: AtomicU64,
 }
 
@@ -58,11 +61,12 @@ impl LlvmBuilder {
             options: CompileOptions::default(),
             cache_hits: AtomicU64::new(0),
             compiled: AtomicU64::new(0),
+            executable_hits: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
     }
 
-    /// Reuses and stores kernel objects in `cache`.
+    /// Reuses and stores kernel objects and linked executables in `cache`.
     pub fn with_cache(mut self, cache: ArtifactCache) -> LlvmBuilder {
         self.cache = Some(cache);
         self
@@ -90,6 +94,7 @@ impl LlvmBuilder {
         BuildStats {
             cache_hits: self.cache_hits.load(Ordering::Relaxed),
             compiled: self.compiled.load(Ordering::Relaxed),
+            executable_hits: self.executable_hits.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
         }
     }
@@ -148,7 +153,13 @@ impl LlvmBuilder {
             timeout: c.timeout,
             work_dir: None,
         };
-        let harness = Harness::build(&req)?;
+        let harness = match &self.cache {
+            Some(cache) => Harness::build_cached(&req, LinkCache { cache, object_key: &artifact })?,
+            None => Harness::build(&req)?,
+        };
+        if harness.executable_from_cache() {
+            self.executable_hits.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Built { candidate: c.id, artifact, harness, build_s: start.elapsed().as_secs_f64() })
     }
 }

@@ -3,7 +3,7 @@
 //! A [`Builder`] does the blocking work for one candidate; [`LlvmBuilder`] is
 //! the real one (schedule replay, lowering, LLVM with its own context per
 //! call, linking with the generated driver), with an on-disk, content-addressed
-//! [`ArtifactCache`] of kernel objects. [`BuilderPool`] runs a builder for many
+//! [`ArtifactCache`] of kernel objects and linked executables. [`BuilderPool`] runs a builder for many
 //! candidates on tokio's blocking pool with a fixed number of workers. Every
 //! failure, including a panic, is a [`BuildError`] — which a farm turns into
 //! `Measurement::build_error` — never an aborted batch.
@@ -12,7 +12,7 @@ mod cache;
 mod llvm;
 mod pool;
 
-pub use cache::{artifact_key, ArtifactCache};
+pub use cache::{artifact_key, executable_key, ArtifactCache, BUILD_ID};
 pub use llvm::{kernel_symbol, BuildStats, LlvmBuilder};
 pub(crate) use pool::{BuildHook, BuildPhase};
 pub use pool::{BuildOutcome, BuilderPool};

@@ -1,7 +1,8 @@
 //! The kernel's instructions, disassembled from the linked executable with llvm-objdump-19, as llvm-mca input.
 //!
-//! `llvm-objdump-19 -d --no-show-raw-insn --start-address=S --stop-address=E`
-//! prints one instruction per line, `ADDR: MNEMONIC OPERANDS`, with
+//! `llvm-objdump-19 -d --no-show-raw-insn --start-address=S --stop-address=E`,
+//! once per function of the kernel (its own and its outlined parallel-loop
+//! bodies, see [`super::elf`]), prints one instruction per line, `ADDR: MNEMONIC OPERANDS`, with
 //! annotations llvm-mca's assembler does not accept. [`mca_text`] rewrites
 //! them: comments go (`// =1000` on AArch64, `# 0x708 <...>` on x86 and
 //! RISC-V), and a PC-relative target printed as `0xADDR <symbol+off>`
@@ -46,25 +47,30 @@ fn objdump_mattr(target: &Target) -> Option<String> {
     }
 }
 
-/// Disassembles `range` of the executable `exe`.
+/// Disassembles every function of `range` in the executable `exe`; the instructions by address.
 pub fn disassemble(exe: &Path, range: &KernelRange, target: &Target) -> Result<Vec<Insn>, EmulationError> {
-    let mut cmd = Command::new("llvm-objdump-19");
-    cmd.args(["-d", "--no-show-raw-insn"])
-        .arg(format!("--start-address={:#x}", range.start))
-        .arg(format!("--stop-address={:#x}", range.end));
-    if let Some(m) = objdump_mattr(target) {
-        cmd.arg(format!("--mattr={m}"));
+    let mut all = Vec::new();
+    for f in &range.functions {
+        let mut cmd = Command::new("llvm-objdump-19");
+        cmd.args(["-d", "--no-show-raw-insn"])
+            .arg(format!("--start-address={:#x}", f.start))
+            .arg(format!("--stop-address={:#x}", f.end));
+        if let Some(m) = objdump_mattr(target) {
+            cmd.arg(format!("--mattr={m}"));
+        }
+        cmd.arg(exe);
+        let out = run_tool(cmd, None)?;
+        let insns = parse_objdump(&out);
+        if insns.is_empty() {
+            return Err(EmulationError::Elf {
+                file: exe.display().to_string(),
+                message: format!("llvm-objdump printed no instructions for `{}`", f.name),
+            });
+        }
+        all.extend(insns);
     }
-    cmd.arg(exe);
-    let out = run_tool(cmd, None)?;
-    let insns = parse_objdump(&out);
-    if insns.is_empty() {
-        return Err(EmulationError::Elf {
-            file: exe.display().to_string(),
-            message: format!("llvm-objdump printed no instructions for `{}`", range.symbol),
-        });
-    }
-    Ok(insns)
+    all.sort_by_key(|i| i.addr);
+    Ok(all)
 }
 
 /// Parses `ADDR: TEXT` lines of llvm-objdump's disassembly.

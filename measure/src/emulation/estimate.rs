@@ -14,8 +14,9 @@
 //! cycles(block) = llvm-mca TotalCycles / Iterations of the block's instructions
 //! ```
 //!
-//! Costs are cached per kernel (the SHA-256 of its code and address, the
-//! CPU model, features and iterations) in memory and, with
+//! The kernel's blocks include those of its outlined parallel-loop bodies
+//! (see [`super::elf`]). Costs are cached per kernel (the SHA-256 of the
+//! code and addresses of its functions, the CPU model, features and iterations) in memory and, with
 //! [`CycleEstimator::with_disk_cache`], as JSON files, so a kernel measured
 //! at several vector lengths or again later runs llvm-mca only on blocks it
 //! has not priced yet.
@@ -113,7 +114,7 @@ impl CycleEstimator {
         let model = CycleEstimator::model(target).ok_or_else(|| {
             EmulationError::NoEstimate(format!("target `{}` has no llvm-mca model (mca_cpu)", target.name))
         })?;
-        let key = cache_key(&kernel_code(exe, exe_bytes, range)?, range, &model);
+        let key = cache_key(&kernel_code(exe, exe_bytes, range)?, &model);
         let entry = {
             let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
             let disk = self.disk.as_deref();
@@ -168,12 +169,15 @@ fn block_text(
     range: &KernelRange,
     target: &Target,
 ) -> Result<Vec<String>, EmulationError> {
+    let function = range.function_at(b.addr);
+    let name = function.map_or(range.symbol.as_str(), |f| f.name.as_str());
     let mismatch = |why: &str| {
         EmulationError::Plugin(format!(
-            "the block at {:#x} ({} instructions, {} bytes) does not match the disassembly of `{}`: {why}",
-            b.addr, b.n_insns, b.bytes, range.symbol
+            "the block at {:#x} ({} instructions, {} bytes) does not match the disassembly of `{name}`: {why}",
+            b.addr, b.n_insns, b.bytes
         ))
     };
+    let function = function.ok_or_else(|| mismatch("outside the kernel's functions"))?;
     let first = insns.binary_search_by_key(&b.addr, |i| i.addr).map_err(|_| mismatch("no instruction there"))?;
     let n = usize::try_from(b.n_insns).map_err(|_| mismatch("too many instructions"))?;
     let last = first.checked_add(n).filter(|&l| l <= insns.len()).ok_or_else(|| mismatch("past the kernel's end"))?;
@@ -181,19 +185,18 @@ fn block_text(
     // after them. (QEMU may report fewer bytes for an instruction that
     // crosses a page boundary, so the end need not be an instruction boundary.)
     let end = b.addr + b.bytes;
-    let next_addr = insns.get(last).map_or(range.end, |i| i.addr);
-    if last == first || insns[last - 1].addr >= end || next_addr < end || end > range.end {
+    let next_addr = insns.get(last).map_or(function.end, |i| i.addr);
+    if last == first || insns[last - 1].addr >= end || next_addr < end || end > function.end {
         return Err(mismatch("instruction boundaries differ"));
     }
     Ok(insns[first..last].iter().map(|i| mca_text(&i.text, target.arch)).collect())
 }
 
-fn cache_key(code: &[u8], range: &KernelRange, model: &McaModel) -> String {
+fn cache_key(code: &[u8], model: &McaModel) -> String {
     let mut h = Sha256::new();
     h.update(code);
     h.update(format!(
-        "\n{:#x}\n{}\n{}\n{}\n{}\nmca-cache-1",
-        range.start,
+        "\n{}\n{}\n{}\n{}\nmca-cache-2",
         model.triple,
         model.cpu,
         model.mattr.as_deref().unwrap_or(""),

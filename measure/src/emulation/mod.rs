@@ -1,10 +1,10 @@
 //! Emulated metrics: the TCG plugin that counts kernel instructions, and cycles estimated with llvm-mca.
 //!
 //! ```text
-//! driver executable ──elf──▶ kernel range [start, end) (symbol table)
-//!        │ qemu-<arch> -plugin insn_count.so,start=..,end=..,text=..,out=..
+//! driver executable ──elf──▶ kernel code: [start, end) of the kernel and of each <kernel>.par.* (symbol table)
+//!        │ qemu-<arch> -plugin insn_count.so,range=..:..,range=..,text=..,out=..   (SCALETUNE_NUM_THREADS=1)
 //!        ▼
-//! counts: kernel instructions, and executions per translated block of the kernel
+//! counts: kernel instructions, executions per translated block of the kernel, guest threads
 //!        │ llvm-objdump-19 (the kernel's instructions)  +  llvm-mca-19 -mcpu=<target.mca_cpu>
 //!        ▼
 //! estimated cycles = Σ over blocks  executions × cycles per execution
@@ -13,7 +13,8 @@
 //! - [`plugin`]: the plugin's C source (shipped in `measure/plugin/`), built
 //!   with the system C compiler on first use into a cache directory, its
 //!   QEMU arguments and the parser of what it writes.
-//! - [`elf`]: the kernel's address range in the linked executable.
+//! - [`elf`]: the address ranges of the kernel's code (its function and
+//!   its outlined parallel-loop bodies) in the linked executable.
 //! - [`disasm`]: the kernel's instructions, as llvm-mca input.
 //! - [`mca`]: llvm-mca on many blocks at once (one code region each).
 //! - [`estimate`]: blocks to cycles, with a cache of block costs per

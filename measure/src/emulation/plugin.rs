@@ -11,8 +11,9 @@
 //! never load a partial file.
 //!
 //! The plugin writes, at exit, the file [`parse_counts`] reads (format in
-//! the C source): the load bias, the instructions of the whole process and
-//! of the kernel, and one line per translated block of the kernel.
+//! the C source): the load bias, the number of guest threads, the
+//! instructions of the whole process and of the kernel, and one line per
+//! translated block of the kernel.
 
 use super::elf::KernelRange;
 use super::{run_tool, EmulationError};
@@ -24,8 +25,11 @@ use std::sync::OnceLock;
 /// The plugin's C source.
 pub const SOURCE: &str = include_str!("../../plugin/insn_count.c");
 
+/// The most code ranges the plugin takes (`MAX_RANGES` in the C source).
+const MAX_RANGES: usize = 256;
+
 /// The first line of the plugin's output.
-const HEADER: &str = "scaletune-insn-count 1";
+const HEADER: &str = "scaletune-insn-count 2";
 
 /// Executions of one straight-line run of kernel instructions (one translated block's part inside the kernel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,9 +49,12 @@ pub struct BlockCount {
 pub struct Counts {
     /// Runtime address minus link-time address of the code (0 unless PIE).
     pub bias: u64,
+    /// Guest threads the process started, the main thread included. Counts
+    /// are exact only for 1 (the plugin's counters are not atomic).
+    pub threads: u64,
     /// Instructions executed by the whole process (driver, libc, loader, kernel).
     pub process_instructions: u64,
-    /// Instructions executed inside the kernel's address range.
+    /// Instructions executed inside the kernel's code ranges.
     pub kernel_instructions: u64,
     /// The kernel's blocks, by address.
     pub blocks: Vec<BlockCount>,
@@ -107,7 +114,7 @@ pub fn build_plugin(dir: &Path) -> Result<PathBuf, EmulationError> {
     Ok(lib)
 }
 
-/// The QEMU arguments that load the plugin for `range`, writing its counts to `out`.
+/// The QEMU arguments that load the plugin for the kernel's functions in `range`, writing its counts to `out`.
 pub fn qemu_args(library: &Path, range: &KernelRange, out: &Path) -> Result<Vec<String>, EmulationError> {
     for p in [library, out] {
         // QEMU's option parser splits on commas.
@@ -115,17 +122,19 @@ pub fn qemu_args(library: &Path, range: &KernelRange, out: &Path) -> Result<Vec<
             return Err(EmulationError::Plugin(format!("path {} contains a comma", p.display())));
         }
     }
-    Ok(vec![
-        "-plugin".to_string(),
-        format!(
-            "{},start={:#x},end={:#x},text={:#x},out={}",
-            library.display(),
-            range.start,
-            range.end,
-            range.text_start,
-            out.display()
-        ),
-    ])
+    if range.functions.is_empty() || range.functions.len() > MAX_RANGES {
+        return Err(EmulationError::Plugin(format!(
+            "{} code ranges for `{}` (the plugin takes 1 to {MAX_RANGES})",
+            range.functions.len(),
+            range.symbol
+        )));
+    }
+    let mut arg = library.display().to_string();
+    for f in &range.functions {
+        arg.push_str(&format!(",range={:#x}:{:#x}", f.start, f.end));
+    }
+    arg.push_str(&format!(",text={:#x},out={}", range.text_start, out.display()));
+    Ok(vec!["-plugin".to_string(), arg])
 }
 
 /// Parses the plugin's output file.
@@ -143,11 +152,15 @@ pub fn parse_counts(text: &str) -> Result<Counts, EmulationError> {
         }
     };
     let mut counts = Counts::default();
-    let (mut seen_total, mut seen_kernel) = (false, false);
+    let (mut seen_total, mut seen_kernel, mut seen_threads) = (false, false, false);
     for (i, line) in lines {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["bias", v] => counts.bias = num(v).ok_or_else(|| bad(i, "bad bias"))?,
+            ["threads", v] => {
+                counts.threads = num(v).ok_or_else(|| bad(i, "bad thread count"))?;
+                seen_threads = true;
+            }
             ["total", v] => {
                 counts.process_instructions = num(v).ok_or_else(|| bad(i, "bad total"))?;
                 seen_total = true;
@@ -169,8 +182,8 @@ pub fn parse_counts(text: &str) -> Result<Counts, EmulationError> {
             _ => return Err(bad(i, "unknown line")),
         }
     }
-    if !seen_total || !seen_kernel {
-        return Err(EmulationError::Plugin("output misses the total or kernel count (truncated?)".into()));
+    if !seen_total || !seen_kernel || !seen_threads {
+        return Err(EmulationError::Plugin("output misses the thread, total or kernel count (truncated?)".into()));
     }
     let sum: u64 = counts.blocks.iter().map(|b| b.n_insns * b.executions).sum();
     if sum != counts.kernel_instructions {
@@ -188,28 +201,33 @@ mod tests {
 
     #[test]
     fn parses_the_plugin_output() {
-        let text = "scaletune-insn-count 1\nbias 0x0\ntotal 26180\nkernel 2258\n\
+        let text = "scaletune-insn-count 2\nbias 0x0\nthreads 1\ntotal 26180\nkernel 2258\n\
                     tb 0x237e28 16 64 1\ntb 0x237e44 9 36 249\ntb 0x237e68 1 4 1\n";
         let c = parse_counts(text).expect("parses");
-        assert_eq!((c.bias, c.process_instructions, c.kernel_instructions), (0, 26180, 2258));
+        assert_eq!((c.bias, c.threads, c.process_instructions, c.kernel_instructions), (0, 1, 26180, 2258));
         assert_eq!(c.blocks[1], BlockCount { addr: 0x237e44, n_insns: 9, bytes: 36, executions: 249 });
         let wrong_sum = text.replace("kernel 2258", "kernel 2259");
         assert!(parse_counts(&wrong_sum).is_err());
         assert!(parse_counts("something else\n").is_err());
-        assert!(parse_counts("scaletune-insn-count 1\nbias 0x0\n").is_err());
+        assert!(parse_counts("scaletune-insn-count 2\nbias 0x0\n").is_err());
+        assert!(parse_counts(&text.replace("threads 1\n", "")).is_err(), "the thread count is required");
+        assert!(parse_counts(&text.replace("count 2", "count 1")).is_err(), "version 1 has no thread count");
     }
 
     #[test]
-    fn arguments_name_the_range_and_refuse_commas() {
-        let range = KernelRange {
+    fn arguments_name_every_range_and_refuse_commas() {
+        use super::super::elf::CodeRange;
+        let f = |name: &str, start: u64, end: u64| CodeRange { name: name.into(), start, end };
+        let mut range = KernelRange {
             symbol: "k".into(),
-            start: 0x1000,
-            end: 0x1040,
+            functions: vec![f("k", 0x1000, 0x1040), f("k.par.0", 0x1040, 0x1100)],
             text_start: 0x800,
             position_independent: false,
         };
         let args = qemu_args(Path::new("/p/ic.so"), &range, Path::new("/o/c.txt")).expect("args");
-        assert_eq!(args, ["-plugin", "/p/ic.so,start=0x1000,end=0x1040,text=0x800,out=/o/c.txt"]);
+        assert_eq!(args, ["-plugin", "/p/ic.so,range=0x1000:0x1040,range=0x1040:0x1100,text=0x800,out=/o/c.txt"]);
         assert!(qemu_args(Path::new("/p,q/ic.so"), &range, Path::new("/o")).is_err());
+        range.functions.clear();
+        assert!(qemu_args(Path::new("/p/ic.so"), &range, Path::new("/o")).is_err());
     }
 }

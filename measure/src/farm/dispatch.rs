@@ -4,7 +4,8 @@ use super::timeline::{EventKind, EventLog};
 use crate::builder::{BuildHook, BuildOutcome, BuildPhase, BuilderPool};
 use crate::candidate::Candidate;
 use crate::result::{Measurement, Status, VlMeasurement};
-use crate::runner::{Built, Runner, RunnerFault};
+use crate::runner::health::{assemble, follow_up, FaultPolicy, FollowUp, Roster, Verdict};
+use crate::runner::{Built, FaultKind, Runner, RunnerFault};
 use scaletune_codegen::target::Target;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -18,28 +19,28 @@ pub(super) fn start(
     runners: Vec<Arc<dyn Runner>>,
     candidates: Vec<Candidate>,
     max_ahead: usize,
+    policy: FaultPolicy,
     log: Arc<EventLog>,
     results: UnboundedSender<Measurement>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let (runs_tx, runs_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let slots = runners
             .iter()
             .enumerate()
             .flat_map(|(r, runner)| (0..runner.slots().max(1)).map(move |_| Slot { runner: r, busy: false }))
             .collect();
         let coordinator = Coordinator {
-            down: vec![None; runners.len()],
-            runners,
+            roster: Roster::new(runners, policy),
             slots,
             ready: VecDeque::new(),
             progress: HashMap::new(),
             running: 0,
             log,
             results,
-            runs_tx,
+            events_tx,
         };
-        coordinator.run(pool, candidates, max_ahead, runs_rx).await;
+        coordinator.run(pool, candidates, max_ahead, events_rx).await;
     })
 }
 
@@ -71,6 +72,8 @@ struct Progress {
     build_s: f64,
     /// Vector lengths without a result yet.
     outstanding: usize,
+    /// Unreachable or refused runners its runs have met.
+    faults: u32,
 }
 
 /// A finished run.
@@ -82,30 +85,23 @@ struct RunDone {
     outcome: Result<Vec<VlMeasurement>, RunnerFault>,
 }
 
+/// What the coordinator hears from the tasks it started.
+enum Event {
+    /// A run ended.
+    Run(RunDone),
+    /// The follow-up of a runner's fault ended.
+    Settled { runner: usize, verdict: Verdict },
+}
+
 struct Coordinator {
-    runners: Vec<Arc<dyn Runner>>,
+    roster: Roster,
     slots: Vec<Slot>,
-    /// Per runner: why it was taken out of the batch.
-    down: Vec<Option<String>>,
     ready: VecDeque<Ready>,
     progress: HashMap<u64, Progress>,
     running: usize,
     log: Arc<EventLog>,
     results: UnboundedSender<Measurement>,
-    runs_tx: UnboundedSender<RunDone>,
-}
-
-/// A failed run of one vector length that never reached a runner (or whose runner misbehaved).
-fn failed_run(vl_bits: u32, runner: &str, message: String) -> VlMeasurement {
-    VlMeasurement {
-        vl_bits,
-        status: Status::RunError,
-        message,
-        max_abs_err: f64::NAN,
-        timing: None,
-        emulated: None,
-        runner: runner.to_string(),
-    }
+    events_tx: UnboundedSender<Event>,
 }
 
 impl Coordinator {
@@ -114,7 +110,7 @@ impl Coordinator {
         pool: BuilderPool,
         candidates: Vec<Candidate>,
         max_ahead: usize,
-        mut runs_rx: UnboundedReceiver<RunDone>,
+        mut events_rx: UnboundedReceiver<Event>,
     ) {
         let to_build = self.admit(candidates);
         let log = Arc::clone(&self.log);
@@ -130,7 +126,9 @@ impl Coordinator {
         let mut builds_open = true;
         loop {
             self.dispatch();
-            if !builds_open && self.running == 0 {
+            // Ready work with no run in flight waits for a suspended runner's
+            // follow-up, which always ends with an event.
+            if !builds_open && self.running == 0 && self.ready.is_empty() {
                 break;
             }
             tokio::select! {
@@ -138,8 +136,10 @@ impl Coordinator {
                     Some((outcome, permit)) => self.on_built(outcome, permit),
                     None => builds_open = false,
                 },
-                Some(done) = runs_rx.recv(), if self.running > 0 => self.on_run_done(done),
-                else => break,
+                Some(event) = events_rx.recv() => match event {
+                    Event::Run(done) => self.on_run_done(done),
+                    Event::Settled { runner, verdict } => self.roster.settle(runner, verdict),
+                },
             }
         }
     }
@@ -155,10 +155,10 @@ impl Coordinator {
             }
             let vls = c.vls();
             let (runnable, unrunnable): (Vec<u32>, Vec<u32>) =
-                vls.iter().partition(|&&vl| self.live_runner_accepts(&c.target, vl));
+                vls.iter().partition(|&&vl| self.roster.can_run(&c.target, vl));
             let runs = unrunnable
                 .iter()
-                .map(|&vl| failed_run(vl, "farm", format!("no runner accepts target `{}` at VL {vl}", c.target.name)))
+                .map(|&vl| VlMeasurement::unmeasured(vl, "farm", self.roster.unmeasured_reason(&c.target, vl)))
                 .collect();
             let p = Progress {
                 target: Arc::clone(&c.target),
@@ -168,6 +168,7 @@ impl Coordinator {
                 runs,
                 artifact: String::new(),
                 build_s: 0.0,
+                faults: 0,
             };
             let nothing_to_run = p.outstanding == 0;
             self.progress.insert(c.id, p);
@@ -184,10 +185,6 @@ impl Coordinator {
             }
         }
         to_build
-    }
-
-    fn live_runner_accepts(&self, target: &Target, vl: u32) -> bool {
-        self.runners.iter().zip(&self.down).any(|(r, down)| down.is_none() && r.accepts(target, vl))
     }
 
     fn on_built(&mut self, outcome: BuildOutcome, permit: Option<OwnedSemaphorePermit>) {
@@ -213,16 +210,16 @@ impl Coordinator {
         }
     }
 
-    /// Fails what no live runner accepts, then gives every free slot the
-    /// oldest ready work its runner accepts.
+    /// Gives up what no runner short of down accepts, then gives every free
+    /// slot of a runner that is up the oldest ready work it accepts.
     fn dispatch(&mut self) {
         self.fail_unrunnable();
         for s in 0..self.slots.len() {
             let r = self.slots[s].runner;
-            if self.slots[s].busy || self.down[r].is_some() {
+            if self.slots[s].busy || !self.roster.is_up(r) {
                 continue;
             }
-            let runner = Arc::clone(&self.runners[r]);
+            let runner = self.roster.runner(r);
             let accepted = |e: &Ready, vl: u32| runner.accepts(&e.target, vl);
             let Some(i) = self.ready.iter().position(|e| e.pending.iter().any(|&vl| accepted(e, vl))) else {
                 continue;
@@ -239,72 +236,83 @@ impl Coordinator {
     }
 
     fn fail_unrunnable(&mut self) {
-        let mut failed: Vec<(u64, u32)> = Vec::new();
+        let mut failed: Vec<(u64, VlMeasurement)> = Vec::new();
         for e in &mut self.ready {
-            let (keep, lost): (Vec<u32>, Vec<u32>) = e.pending.iter().partition(|&&vl| {
-                self.runners.iter().zip(&self.down).any(|(r, down)| down.is_none() && r.accepts(&e.target, vl))
-            });
-            failed.extend(lost.into_iter().map(|vl| (e.candidate, vl)));
+            let (keep, lost): (Vec<u32>, Vec<u32>) =
+                e.pending.iter().partition(|&&vl| self.roster.can_run(&e.target, vl));
+            let why = |vl: u32| self.roster.unmeasured_reason(&e.target, vl);
+            failed.extend(lost.into_iter().map(|vl| (e.candidate, VlMeasurement::unmeasured(vl, "farm", why(vl)))));
             e.pending = keep;
         }
         self.ready.retain(|e| !e.pending.is_empty());
-        if failed.is_empty() {
-            return;
-        }
-        let faults: Vec<&str> = self.down.iter().flatten().map(String::as_str).collect();
-        let why = format!("no runner left that accepts it ({})", faults.join("; "));
-        for (candidate, vl) in failed {
-            self.record(candidate, failed_run(vl, "farm", why.clone()));
+        for (candidate, m) in failed {
+            self.record(candidate, m);
         }
     }
 
     fn start_run(&mut self, slot: usize, candidate: u64, built: Arc<Built>, vls: Vec<u32>) {
         self.slots[slot].busy = true;
         self.running += 1;
-        let runner = Arc::clone(&self.runners[self.slots[slot].runner]);
+        let runner = self.roster.runner(self.slots[slot].runner);
         let name = runner.name();
         self.log.record(candidate, EventKind::RunStart, Some((slot, name.clone())), &vls);
-        let (tx, log) = (self.runs_tx.clone(), Arc::clone(&self.log));
+        let (tx, log) = (self.events_tx.clone(), Arc::clone(&self.log));
         tokio::spawn(async move {
             let (b, v) = (Arc::clone(&built), vls.clone());
             // A separate task, so that a panicking runner is a JoinError here.
             let joined = tokio::spawn(async move { runner.try_run(b, &v).await }).await;
             let outcome = joined.unwrap_or_else(|e| {
-                Ok(vls.iter().map(|&vl| failed_run(vl, &name, format!("runner {name} panicked: {e}"))).collect())
+                let why = format!("runner {name} panicked: {e}");
+                Ok(vls.iter().map(|&vl| VlMeasurement::unmeasured(vl, &name, why.clone())).collect())
             });
             let kind = if outcome.is_ok() { EventKind::RunEnd } else { EventKind::RunnerFault };
             log.record(candidate, kind, Some((slot, name)), &vls);
-            let _ = tx.send(RunDone { slot, candidate, built, vls, outcome });
+            let _ = tx.send(Event::Run(RunDone { slot, candidate, built, vls, outcome }));
         });
     }
 
     fn on_run_done(&mut self, done: RunDone) {
-        self.slots[done.slot].busy = false;
+        let RunDone { slot, candidate, built, vls, outcome } = done;
+        self.slots[slot].busy = false;
         self.running -= 1;
-        let r = self.slots[done.slot].runner;
-        match done.outcome {
+        let r = self.slots[slot].runner;
+        match outcome {
             Ok(ms) => {
-                let name = self.runners[r].name();
-                for &vl in &done.vls {
-                    let m = ms.iter().find(|m| m.vl_bits == vl).cloned().unwrap_or_else(|| {
-                        failed_run(vl, &name, format!("runner {name} returned no result for VL {vl}"))
-                    });
-                    self.record(done.candidate, m);
+                self.roster.on_success(r);
+                for m in assemble(&self.roster.runner(r).name(), &vls, ms) {
+                    self.record(candidate, m);
                 }
             }
-            Err(fault) => {
-                tracing::warn!("{fault}; its work goes to the other runners");
-                self.down[r] = Some(fault.to_string());
-                let Some(p) = self.progress.get(&done.candidate) else { return };
-                self.ready.push_front(Ready {
-                    candidate: done.candidate,
-                    built: done.built,
-                    target: Arc::clone(&p.target),
-                    pending: done.vls,
-                    _permit: None,
-                });
-            }
+            Err(fault) => self.on_fault(r, fault, candidate, built, vls),
         }
+    }
+
+    /// Deals with runner `r` by the fault's kind and puts the run's work back
+    /// at the front of the queue, unless the candidate's fault budget is spent.
+    fn on_fault(&mut self, r: usize, fault: RunnerFault, candidate: u64, built: Arc<Built>, vls: Vec<u32>) {
+        tracing::warn!("{fault}; its work goes back to the queue");
+        let action = self.roster.on_fault(r, &fault);
+        if action != FollowUp::Nothing {
+            let (runner, policy, tx) = (self.roster.runner(r), self.roster.policy().clone(), self.events_tx.clone());
+            tokio::spawn(async move {
+                let verdict = follow_up(runner, action, policy).await;
+                let _ = tx.send(Event::Settled { runner: r, verdict });
+            });
+        }
+        let budget = self.roster.policy().max_faults_per_run;
+        let Some(p) = self.progress.get_mut(&candidate) else { return };
+        if fault.kind != FaultKind::Busy {
+            p.faults += 1;
+        }
+        if p.faults >= budget {
+            let why = format!("not measured: its runs met {} runner faults, the last: {fault}", p.faults);
+            for vl in vls {
+                self.record(candidate, VlMeasurement::unmeasured(vl, "farm", why.clone()));
+            }
+            return;
+        }
+        let target = Arc::clone(&p.target);
+        self.ready.push_front(Ready { candidate, built, target, pending: vls, _permit: None });
     }
 
     /// Adds the result of one vector length; finishes the candidate with its last.

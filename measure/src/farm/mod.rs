@@ -14,12 +14,19 @@
 //! completion order; a candidate is done when all its vector lengths are.
 //!
 //! Faults are results: a build failure (or builder panic) is
-//! `Measurement::build_error`; a vector length no runner accepts is a
-//! `run_error` saying so; a runner panic is a `run_error` of that run. A
-//! runner that reports a [`RunnerFault`](crate::runner::RunnerFault) from
-//! `try_run` (an agent that disappeared) is taken out of the batch and its
-//! work goes back to the front of the queue for the other runners; it is a
-//! `run_error` only if no runner that accepts it is left. The batch always
+//! `Measurement::build_error`; a crash, timeout or wrong result reported by
+//! a runner is the candidate's own result and is never retried. What is not
+//! the candidate's fault is `unmeasured`, with the reason: a vector length
+//! no runner accepts, a runner that panicked or left a vector length out.
+//! A runner that reports a [`RunnerFault`](crate::runner::RunnerFault) from
+//! `try_run` gets its work put back at the front of the queue for any
+//! runner that is up, and is suspended, re-probed or taken out by the
+//! fault's kind ([`crate::runner::health`], shared with the
+//! [`Dispatcher`](crate::dispatch::Dispatcher)): an agent without a free
+//! slot rests and gets work again; one that vanished is probed with backoff
+//! and comes back if it answers; work waits for a suspended runner that
+//! accepts it and is `unmeasured` only when none is left, or after its
+//! runs met [`FaultPolicy::max_faults_per_run`] faults. The batch always
 //! completes. Every build and run is recorded on a [`Timeline`].
 
 mod dispatch;
@@ -30,6 +37,7 @@ pub use timeline::{Event, EventKind, Span, Timeline};
 use crate::builder::{Builder, BuilderPool};
 use crate::candidate::Candidate;
 use crate::result::Measurement;
+use crate::runner::health::FaultPolicy;
 use crate::runner::Runner;
 use std::sync::Arc;
 use thiserror::Error;
@@ -51,6 +59,7 @@ pub struct Farm {
     pool: BuilderPool,
     runners: Vec<Arc<dyn Runner>>,
     max_ahead: Option<usize>,
+    policy: FaultPolicy,
 }
 
 impl std::fmt::Debug for Farm {
@@ -63,7 +72,13 @@ impl std::fmt::Debug for Farm {
 impl Farm {
     /// A farm with `builders` build workers running `builder`, and `runners`.
     pub fn new(builder: Arc<dyn Builder>, builders: usize, runners: Vec<Arc<dyn Runner>>) -> Farm {
-        Farm { pool: BuilderPool::new(builder, builders), runners, max_ahead: None }
+        Farm { pool: BuilderPool::new(builder, builders), runners, max_ahead: None, policy: FaultPolicy::default() }
+    }
+
+    /// How runner faults are handled (default: [`FaultPolicy::default`]).
+    pub fn with_fault_policy(mut self, policy: FaultPolicy) -> Farm {
+        self.policy = policy;
+        self
     }
 
     /// Bounds how many candidates may be building or built and waiting for a
@@ -89,8 +104,15 @@ impl Farm {
         let log = Arc::new(EventLog::new());
         let (tx, rx) = mpsc::unbounded_channel();
         let max_ahead = self.max_ahead.unwrap_or(self.pool.workers() + 2 * self.slots());
-        let task =
-            dispatch::start(self.pool.clone(), self.runners.clone(), candidates, max_ahead, Arc::clone(&log), tx);
+        let task = dispatch::start(
+            self.pool.clone(),
+            self.runners.clone(),
+            candidates,
+            max_ahead,
+            self.policy.clone(),
+            Arc::clone(&log),
+            tx,
+        );
         Batch { results: rx, log, task }
     }
 

@@ -30,6 +30,7 @@ pub use driver::driver_source;
 pub use remote_judge::{ExternalRun, ProcessEnding};
 pub use timing::{driver_args as timing_args, parse_timing, TimingError};
 
+pub(crate) use build::LinkCache;
 use build::{build_executable, write_file, INPUT_FILE};
 use driver::EXIT_UNSTABLE_OUTPUTS;
 use run::{run_with_timeout, signal_name, Ending, RawRun};
@@ -159,6 +160,8 @@ pub struct RunOptions {
     pub driver_args: Vec<String>,
     /// Overrides the harness's timeout for this run.
     pub timeout: Option<Duration>,
+    /// Environment variables set for the run (QEMU user mode passes them on to the guest).
+    pub env: Vec<(String, String)>,
 }
 
 /// What a run printed.
@@ -201,12 +204,23 @@ pub struct Harness {
     outputs: Vec<TensorId>,
     reference: Vec<RefTensor>,
     n_runs: AtomicU64,
+    executable_from_cache: bool,
 }
 
 impl Harness {
     /// Validates the request, computes the reference, writes the input file
     /// and builds the executable.
     pub fn build(req: &CheckRequest) -> Result<Harness, HarnessError> {
+        Harness::build_linking(req, None)
+    }
+
+    /// Like [`Harness::build`], taking the executable from the artifact cache
+    /// when it holds it, and storing it there after linking otherwise.
+    pub(crate) fn build_cached(req: &CheckRequest, cache: LinkCache<'_>) -> Result<Harness, HarnessError> {
+        Harness::build_linking(req, Some(cache))
+    }
+
+    fn build_linking(req: &CheckRequest, cache: Option<LinkCache<'_>>) -> Result<Harness, HarnessError> {
         let vl_bits = if req.vl_bits.is_empty() { req.target.default_vl_bits.clone() } else { req.vl_bits.clone() };
         for &vl in &vl_bits {
             req.target.vscale_for_vl(vl).map_err(HarnessError::BadVectorLength)?;
@@ -236,7 +250,7 @@ impl Harness {
         let input = dir.path().join(INPUT_FILE);
         let input_bytes: Vec<u8> = args.iter().flat_map(|t| t.to_le_bytes()).collect();
         write_file(&input, &input_bytes)?;
-        let executable = build_executable(dir.path(), req.target, req.object, &source)?;
+        let (executable, executable_from_cache) = build_executable(dir.path(), req.target, req.object, &source, cache)?;
         let outputs =
             req.workload.arg_tensors().into_iter().filter(|id| req.workload.tensor(*id).role == Role::Output).collect();
         Ok(Harness {
@@ -250,7 +264,13 @@ impl Harness {
             outputs,
             reference,
             n_runs: AtomicU64::new(0),
+            executable_from_cache,
         })
+    }
+
+    /// True if the executable came from the artifact cache instead of being linked.
+    pub fn executable_from_cache(&self) -> bool {
+        self.executable_from_cache
     }
 
     /// The target the kernel was compiled for.
@@ -335,6 +355,7 @@ impl Harness {
             None => (Command::new(&self.executable), format!("natively at VL {vl_bits}")),
         };
         cmd.arg(&self.input).arg(&output).args(&opts.driver_args).current_dir(self.dir.path());
+        cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let timeout = opts.timeout.unwrap_or(self.timeout);
         let raw = run_with_timeout(cmd, timeout);
         result.wall_time = raw.wall_time;

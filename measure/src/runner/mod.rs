@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use scaletune_codegen::target::Target;
 use std::sync::Arc;
 
+pub mod health;
 pub mod native;
 pub mod qemu;
 pub mod remote;
@@ -42,11 +43,47 @@ pub trait Runner: Send + Sync {
     async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement>;
 
     /// Like [`Runner::run`], but tells a fault of the runner itself (an agent
-    /// that disappeared mid-run) from the candidate's own results: on
-    /// `Err`, the farm marks this runner down and gives the work to another
-    /// runner that accepts it. Runners that cannot fail that way keep the default.
+    /// that disappeared mid-run, or had no free slot) from the candidate's
+    /// own results: on `Err`, the farm and the
+    /// [`Dispatcher`](crate::dispatch::Dispatcher) give the work to another
+    /// runner that accepts it and deal with this one by the fault's
+    /// [`FaultKind`] (see [`health`]). Runners that cannot fail that way keep
+    /// the default.
     async fn try_run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {
         Ok(self.run(built, vl_bits).await)
+    }
+
+    /// Asks a runner that reported an [`FaultKind::Unreachable`] fault
+    /// whether it is back (a remote agent answers `GET /info` with what it
+    /// said at connect time). Runners that cannot fault keep the default (`Ok`).
+    async fn probe(&self) -> Result<(), RunnerFault> {
+        Ok(())
+    }
+}
+
+/// What kind of failure of a runner a [`RunnerFault`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultKind {
+    /// The runner could not be reached or misbehaved (connection refused or
+    /// reset, a deadline passed, a truncated answer, a 5xx answer): it is
+    /// re-probed, with backoff, before it is taken out for good.
+    Unreachable,
+    /// The runner is alive but had no free slot in time (503, 429): it gets
+    /// no new work for a while, then more.
+    Busy,
+    /// The runner refuses this client for good (its token, API version or
+    /// target changed): it is taken out at once.
+    Refused,
+}
+
+impl FaultKind {
+    /// A lower-case word for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Unreachable => "unreachable",
+            FaultKind::Busy => "busy",
+            FaultKind::Refused => "refused",
+        }
     }
 }
 
@@ -56,6 +93,30 @@ pub trait Runner: Send + Sync {
 pub struct RunnerFault {
     /// The runner's name.
     pub runner: String,
+    /// How the farm should treat the runner.
+    pub kind: FaultKind,
     /// What happened.
     pub message: String,
+}
+
+impl RunnerFault {
+    /// A fault of `kind`.
+    pub fn new(runner: impl Into<String>, kind: FaultKind, message: impl Into<String>) -> RunnerFault {
+        RunnerFault { runner: runner.into(), kind, message: message.into() }
+    }
+
+    /// A runner that could not be reached or misbehaved.
+    pub fn unreachable(runner: impl Into<String>, message: impl Into<String>) -> RunnerFault {
+        RunnerFault::new(runner, FaultKind::Unreachable, message)
+    }
+
+    /// A live runner without a free slot.
+    pub fn busy(runner: impl Into<String>, message: impl Into<String>) -> RunnerFault {
+        RunnerFault::new(runner, FaultKind::Busy, message)
+    }
+
+    /// A runner that refuses this client for good.
+    pub fn refused(runner: impl Into<String>, message: impl Into<String>) -> RunnerFault {
+        RunnerFault::new(runner, FaultKind::Refused, message)
+    }
 }

@@ -80,7 +80,7 @@ impl NativeRunner {
                 return m;
             }
         };
-        let opts = RunOptions { qemu_args: Vec::new(), driver_args, timeout: self.timeout };
+        let opts = RunOptions { driver_args, timeout: self.timeout, ..RunOptions::default() };
         let (check, output) = built.harness.run_with(vl_bits, &opts);
         apply_check(&mut m, &check);
         if m.status == Status::Ok {
@@ -134,15 +134,7 @@ impl Runner for NativeRunner {
             let b = Arc::clone(&built);
             let m = match tokio::task::spawn_blocking(move || runner.measure(&b, vl)).await {
                 Ok(m) => m,
-                Err(e) => VlMeasurement {
-                    vl_bits: vl,
-                    status: Status::RunError,
-                    message: format!("the native runner's task failed: {e}"),
-                    max_abs_err: f64::NAN,
-                    timing: None,
-                    emulated: None,
-                    runner: self.name.clone(),
-                },
+                Err(e) => VlMeasurement::unmeasured(vl, &self.name, format!("the native runner's task failed: {e}")),
             };
             out.push(m);
         }

@@ -2,15 +2,29 @@
 //!
 //! Each vector length is one run of the candidate's driver under the
 //! target's QEMU command with the instruction-count plugin
-//! ([`crate::emulation::plugin`]) loaded for the kernel's address range. The
-//! driver calls the kernel once; the harness checks its outputs. A run that
-//! completed (ok or wrong result) carries [`Emulated`] metrics: the kernel's
-//! dynamic instruction count, the estimated cycles (plugin block counts x
-//! llvm-mca costs for the target's `mca_cpu`, [`crate::emulation::estimate`];
-//! `None` with a note when the target has no model or llvm-mca rejects an
-//! executed block) and the process's wall time, which is emulation time and
-//! never an objective. A crash, timeout, wrong result or plugin failure is a
-//! measurement with its status and message.
+//! ([`crate::emulation::plugin`]) loaded for the kernel's code: its own
+//! function and the outlined bodies of its parallel loops
+//! ([`crate::emulation::elf`]). The driver calls the kernel once; the
+//! harness checks its outputs. A run that completed (ok or wrong result)
+//! carries [`Emulated`] metrics: the kernel's dynamic instruction count, the
+//! estimated cycles (plugin block counts x llvm-mca costs for the target's
+//! `mca_cpu`, [`crate::emulation::estimate`]; `None` with a note when the
+//! target has no model or llvm-mca rejects an executed block) and the
+//! process's wall time, which is emulation time and never an objective. A
+//! crash, timeout, wrong result or plugin failure is a measurement with its
+//! status and message.
+//!
+//! # Parallel loops
+//!
+//! The run has [`THREADS_VAR`]`=1`, so the runtime's thread pool starts no
+//! worker and `scaletune_parallel_for` calls a parallel loop's body once
+//! with the whole iteration range on the calling thread: the count is the
+//! kernel's total work, the same on every run and close to that of the same
+//! schedule without `parallel` (plus the few instructions that pack and
+//! unpack the loop's context). The plugin reports how many guest threads
+//! ran; counts from a run with more than one are refused (a plugin error),
+//! since its counters are not atomic. What threads would gain on real
+//! hardware is for the native and remote runners to measure.
 //!
 //! # Vector lengths
 //!
@@ -50,6 +64,10 @@ use std::time::Duration;
 /// The file name of the kernel object in a harness's work directory.
 const KERNEL_OBJECT: &str = "kernel.o";
 
+/// The environment variable the runtime's thread pool reads its thread count
+/// from (`codegen/runtime/scaletune_rt.c`); emulated runs set it to 1.
+pub const THREADS_VAR: &str = "SCALETUNE_NUM_THREADS";
+
 /// Which vector lengths the runner runs a scalable target at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VlPolicy {
@@ -62,7 +80,7 @@ pub enum VlPolicy {
 /// Everything the plugin and llvm-mca found in one run.
 #[derive(Clone, Debug)]
 pub struct Profile {
-    /// The kernel's address range in the executable.
+    /// The address ranges of the kernel's code (its function and outlined parallel-loop bodies) in the executable.
     pub range: KernelRange,
     /// The plugin's counts.
     pub counts: Counts,
@@ -291,6 +309,7 @@ impl QemuRunner {
             qemu_args: qemu_args(&library, &range, &counts_file)?,
             driver_args: Vec::new(),
             timeout: self.timeout,
+            env: vec![(THREADS_VAR.to_string(), "1".to_string())],
         };
         let (check, output) = harness.run_with(vl_bits, &opts);
         apply_check(m, &check);
@@ -302,13 +321,21 @@ impl QemuRunner {
             EmulationError::Plugin(format!("no counts written ({e}); stderr: {stderr}"))
         })?;
         let counts = parse_counts(&text)?;
+        if counts.threads != 1 {
+            return Err(EmulationError::Plugin(format!(
+                "the guest ran {} threads; counts are exact only for one ({THREADS_VAR}=1 is set for the run)",
+                counts.threads
+            )));
+        }
         if !range.position_independent && counts.bias != 0 {
             return Err(EmulationError::Plugin(format!("a load bias of {:#x} for a non-PIE executable", counts.bias)));
         }
         if counts.kernel_instructions == 0 && check.status == RunStatus::Ok {
+            let spans: Vec<String> =
+                range.functions.iter().map(|f| format!("`{}` [{:#x}, {:#x})", f.name, f.start, f.end)).collect();
             return Err(EmulationError::Plugin(format!(
-                "no instruction executed in `{symbol}` [{:#x}, {:#x}) although its outputs are right",
-                range.start, range.end
+                "no instruction executed in {} although its outputs are right",
+                spans.join(", ")
             )));
         }
         let (estimate, note) =
@@ -370,18 +397,10 @@ impl Runner for QemuRunner {
         let b = Arc::clone(&built);
         match tokio::task::spawn_blocking(move || runner.measure_all(&b, &vls)).await {
             Ok(ms) => ms,
-            Err(e) => vl_bits
-                .iter()
-                .map(|&vl| VlMeasurement {
-                    vl_bits: vl,
-                    status: Status::RunError,
-                    message: format!("the qemu runner's task failed: {e}"),
-                    max_abs_err: f64::NAN,
-                    timing: None,
-                    emulated: None,
-                    runner: self.name.clone(),
-                })
-                .collect(),
+            Err(e) => {
+                let why = format!("the qemu runner's task failed: {e}");
+                vl_bits.iter().map(|&vl| VlMeasurement::unmeasured(vl, &self.name, why.clone())).collect()
+            }
         }
     }
 }

@@ -12,14 +12,18 @@
 //! and parses the timing report, exactly as the native runner does locally.
 //!
 //! Faults: [`Runner::try_run`] returns a [`RunnerFault`] when the agent
-//! itself failed — connection refused or reset, the HTTP request's own
-//! deadline passed, a truncated answer, 401, 5xx (including 503: no slot
-//! within the queue timeout) — so that the farm or the
+//! itself failed, so that the farm or the
 //! [`Dispatcher`](crate::dispatch::Dispatcher) gives the work to another
-//! agent. A crash, timeout or wrong result reported by a live agent is the
-//! candidate's result. A 4xx refusal of the request (413: artifact over the
-//! agent's body limit) is the candidate's `run_error`: another agent would
-//! refuse it too.
+//! agent, of a [`FaultKind`] that says what to do with this one:
+//! `Unreachable` for a connection refused or reset, the HTTP request's own
+//! deadline, a truncated answer, 408 or a 5xx other than 503 (the agent is
+//! re-probed with [`Runner::probe`], `GET /info`, which must answer what it
+//! answered at connect time); `Busy` for 503 (no free slot within the queue
+//! timeout, or shutting down) and 429 (try later); `Refused` for 401 (the
+//! token is refused). A crash, timeout or wrong result reported by a live
+//! agent is the candidate's result. A 4xx refusal of the request (413:
+//! artifact over the agent's body limit) is the candidate's `run_error`:
+//! another agent would refuse it too.
 //!
 //! The HTTP request's deadline is the queue timeout plus, per vector
 //! length, the run timeout and 5 s, plus 30 s and 1 s per MiB of artifact
@@ -28,7 +32,7 @@
 //! pooled connection.
 
 use super::native::apply_check;
-use super::{Built, Runner, RunnerFault};
+use super::{Built, FaultKind, Runner, RunnerFault};
 use crate::agent::api::{AgentInfo, ApiError, RunRequest, RunResponse, API_VERSION, INFO_PATH, RUN_PATH};
 use crate::agent::Token;
 use crate::harness::{parse_timing, ExternalRun};
@@ -192,24 +196,7 @@ impl RemoteRunner {
             }
         }
         let client = builder.build().map_err(|e| client_error(describe(&e)))?;
-        let url = base.join(INFO_PATH).map_err(|e| bad_url(e.to_string()))?;
-        let unreachable = |message: String| RemoteError::Unreachable { agent: agent.clone(), message };
-        let resp = client
-            .get(url)
-            .header(reqwest::header::AUTHORIZATION, endpoint.token.bearer())
-            .timeout(endpoint.connect_timeout * 3)
-            .send()
-            .await
-            .map_err(|e| unreachable(describe(&e)))?;
-        match resp.status().as_u16() {
-            200 => {}
-            401 => return Err(RemoteError::Unauthorized { agent }),
-            status => return Err(RemoteError::Status { agent, status, message: error_message(resp).await }),
-        }
-        let info: AgentInfo = resp.json().await.map_err(|e| unreachable(describe(&e)))?;
-        if info.api_version != API_VERSION {
-            return Err(RemoteError::Incompatible { agent, theirs: info.api_version });
-        }
+        let info = fetch_info(&client, &base, &endpoint).await?;
         Ok(RemoteRunner { name: format!("agent@{agent}"), endpoint, base, client, info, protocol, timeout: None })
     }
 
@@ -240,22 +227,11 @@ impl RemoteRunner {
     }
 
     fn fault(&self, message: impl Into<String>) -> RunnerFault {
-        RunnerFault { runner: self.name.clone(), message: message.into() }
+        RunnerFault::unreachable(self.name.clone(), message)
     }
 
     fn failed(&self, vl_bits: &[u32], message: &str) -> Vec<VlMeasurement> {
-        vl_bits
-            .iter()
-            .map(|&vl| VlMeasurement {
-                vl_bits: vl,
-                status: Status::RunError,
-                message: message.to_string(),
-                max_abs_err: f64::NAN,
-                timing: None,
-                emulated: None,
-                runner: self.name.clone(),
-            })
-            .collect()
+        vl_bits.iter().map(|&vl| VlMeasurement::run_error(vl, &self.name, message)).collect()
     }
 
     /// Sends the candidate to the agent and waits for its answer.
@@ -294,14 +270,50 @@ impl RemoteRunner {
         let status = resp.status().as_u16();
         match status {
             200 => resp.json::<RunResponse>().await.map(Posted::Ran).map_err(|e| self.fault(describe(&e))),
-            401 => Err(self.fault("the agent refused the token (401)")),
+            401 => Err(RunnerFault::refused(self.name.clone(), "the agent refused the token (401)")),
             400..=499 if status != 408 && status != 429 => {
                 let msg = error_message(resp).await;
                 Ok(Posted::Refused(format!("agent {} refused the run ({status}): {msg}", self.endpoint.name)))
             }
+            429 | 503 => {
+                let msg = format!("the agent answered {status}: {}", error_message(resp).await);
+                Err(RunnerFault::busy(self.name.clone(), msg))
+            }
             _ => Err(self.fault(format!("the agent answered {status}: {}", error_message(resp).await))),
         }
     }
+}
+
+/// `GET /info` with the token; checks the API version.
+async fn fetch_info(
+    client: &reqwest::Client,
+    base: &reqwest::Url,
+    endpoint: &AgentEndpoint,
+) -> Result<AgentInfo, RemoteError> {
+    let agent = endpoint.name.clone();
+    let url = base.join(INFO_PATH).map_err(|e| RemoteError::BadUrl {
+        agent: agent.clone(),
+        url: endpoint.url.clone(),
+        message: e.to_string(),
+    })?;
+    let unreachable = |message: String| RemoteError::Unreachable { agent: agent.clone(), message };
+    let resp = client
+        .get(url)
+        .header(reqwest::header::AUTHORIZATION, endpoint.token.bearer())
+        .timeout(endpoint.connect_timeout * 3)
+        .send()
+        .await
+        .map_err(|e| unreachable(describe(&e)))?;
+    match resp.status().as_u16() {
+        200 => {}
+        401 => return Err(RemoteError::Unauthorized { agent }),
+        status => return Err(RemoteError::Status { agent, status, message: error_message(resp).await }),
+    }
+    let info: AgentInfo = resp.json().await.map_err(|e| unreachable(describe(&e)))?;
+    if info.api_version != API_VERSION {
+        return Err(RemoteError::Incompatible { agent, theirs: info.api_version });
+    }
+    Ok(info)
 }
 
 /// What a live agent did with a request.
@@ -381,8 +393,29 @@ impl Runner for RemoteRunner {
     async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
         match self.try_run(built, vl_bits).await {
             Ok(ms) => ms,
-            Err(fault) => self.failed(vl_bits, &fault.to_string()),
+            Err(fault) => {
+                vl_bits.iter().map(|&vl| VlMeasurement::unmeasured(vl, &self.name, fault.to_string())).collect()
+            }
         }
+    }
+
+    /// `GET /info`: the agent must answer, with the token, and describe the
+    /// same target and vector lengths as at connect time (an agent restarted
+    /// for another target or with another token is `Refused`).
+    async fn probe(&self) -> Result<(), RunnerFault> {
+        let info = match fetch_info(&self.client, &self.base, &self.endpoint).await {
+            Ok(info) => info,
+            Err(e @ (RemoteError::Unauthorized { .. } | RemoteError::Incompatible { .. })) => {
+                return Err(RunnerFault::refused(self.name.clone(), e.to_string()))
+            }
+            Err(e) => return Err(RunnerFault::new(self.name.clone(), FaultKind::Unreachable, e.to_string())),
+        };
+        if info.target != self.info.target || info.vl_bits != self.info.vl_bits {
+            let t = &info.target;
+            let now = format!("the agent came back as target `{}` ({}, VL {:?})", t.name, t.cpu, info.vl_bits);
+            return Err(RunnerFault::refused(self.name.clone(), now));
+        }
+        Ok(())
     }
 
     async fn try_run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {

@@ -114,6 +114,22 @@ pub struct MeasureOutcome {
     pub measurement: Measurement,
 }
 
+/// The exit status of `measure` when the candidate was not measured (no runner left, ...).
+pub const EXIT_UNMEASURED: u8 = 3;
+
+impl MeasureOutcome {
+    /// The exit status: 0 for `ok`, 1 for the candidate's own failure
+    /// (build error, crash, timeout, wrong result), [`EXIT_UNMEASURED`] when
+    /// it could not be measured (2 is for bad input, before any measurement).
+    pub fn exit_code(&self) -> u8 {
+        match self.measurement.status {
+            Status::Ok => 0,
+            Status::Unmeasured => EXIT_UNMEASURED,
+            _ => 1,
+        }
+    }
+}
+
 /// Runners, and notes for the report (agents that did not answer).
 type RunnersAndNotes = (Vec<Arc<dyn Runner>>, Vec<String>);
 
@@ -229,7 +245,12 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
     if m.status == Status::BuildError {
         let _ = writeln!(out, "  build: FAILED after {:.2} s\n    {}", m.build_s, m.message.replace('\n', "\n    "));
     } else {
-        let from = if builder.stats().cache_hits > 0 { "from the artifact cache" } else { "compiled" };
+        let stats = builder.stats();
+        let from = match (stats.cache_hits > 0, stats.executable_hits > 0) {
+            (true, true) => "object and executable from the artifact cache",
+            (true, false) => "object from the artifact cache",
+            _ => "compiled",
+        };
         let short = m.artifact.get(..12).unwrap_or("-");
         let _ = writeln!(out, "  build: {:.2} s, artifact {short} ({from})", m.build_s);
         if m.runs.iter().any(|r| r.timing.is_some()) {
@@ -240,10 +261,16 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
         }
     }
     let passed = m.status == Status::Ok;
-    if passed {
-        let _ = writeln!(out, "verdict: ok");
-    } else {
-        let _ = writeln!(out, "verdict: {}", m.status.name());
+    match m.status {
+        Status::Ok => {
+            let _ = writeln!(out, "verdict: ok");
+        }
+        Status::Unmeasured => {
+            let _ = writeln!(out, "verdict: unmeasured (not the candidate's fault; try again later): {}", m.message);
+        }
+        s => {
+            let _ = writeln!(out, "verdict: {}", s.name());
+        }
     }
     Ok(MeasureOutcome { report: out, passed, measurement: m })
 }
@@ -322,6 +349,25 @@ fn describe_run(r: &VlMeasurement) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn outcome(status: Status) -> MeasureOutcome {
+        let run = VlMeasurement::bare(128, status, "r", "why");
+        let measurement = Measurement::from_runs(0, String::new(), 0.0, vec![run]);
+        MeasureOutcome { report: String::new(), passed: status == Status::Ok, measurement }
+    }
+
+    #[test]
+    fn exit_codes_tell_a_failed_candidate_from_an_unmeasured_one() {
+        assert_eq!(outcome(Status::Ok).exit_code(), 0);
+        for s in [Status::RunError, Status::Timeout, Status::WrongResult] {
+            assert_eq!(outcome(s).exit_code(), 1, "{s:?}");
+        }
+        assert_eq!(outcome(Status::Unmeasured).exit_code(), EXIT_UNMEASURED);
+        assert_eq!(
+            describe_run(&outcome(Status::Unmeasured).measurement.runs[0]).split_whitespace().nth(2),
+            Some("unmeasured")
+        );
+    }
 
     #[test]
     fn seconds_get_a_unit() {
