@@ -128,6 +128,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // The QEMU runner runs kernels on one pool thread; so do the native
+    // runs (inherited by every child), or parallel schedules would be
+    // compared at different thread counts.
+    std::env::set_var("SCALETUNE_NUM_THREADS", "1");
     let host = Target::load("host").unwrap_or_else(|e| panic!("host target: {e}"));
     let target = Arc::new(emulable_host_target(&host));
     let vl = target.default_vl_bits[0];
@@ -147,7 +151,7 @@ fn main() {
     let qemu = QemuRunner::emulating_host().with_timeout(Duration::from_secs(600));
     let mca_cpu = target.mca_cpu.clone().unwrap_or_default();
     println!(
-        "emulated vs native on {} ({}, {vl}-bit vectors; qemu-x86_64 -cpu max; llvm-mca -mcpu={mca_cpu})",
+        "emulated vs native on {} ({}, {vl}-bit vectors; qemu-x86_64 -cpu max; llvm-mca -mcpu={mca_cpu}; one pool thread)",
         target.name, target.cpu
     );
     let start = Instant::now();
