@@ -28,7 +28,7 @@
 //!   which is an error.
 
 use super::LlvmError;
-use crate::vprog::{BufId, BufKind, Op, Program, Reg, Stmt};
+use crate::vprog::{walk, BufId, BufKind, Op, Program, Reg, Stmt};
 use std::collections::BTreeSet;
 
 /// How often registers are read and buffers are accessed in a statement list.
@@ -55,7 +55,7 @@ impl Usage {
     }
 
     fn add(&mut self, s: &Stmt) {
-        for r in stmt_reads(s) {
+        for r in s.operands() {
             self.reads[r.0 as usize] += 1;
         }
         if let Some(b) = op_buffer(s) {
@@ -64,21 +64,6 @@ impl Usage {
         if let Some((b, _)) = stmt_write(s) {
             self.accesses[b.0 as usize] += 1;
             self.writes[b.0 as usize] += 1;
-        }
-    }
-}
-
-/// Calls `f` on every statement of `stmts`, parents before children.
-pub(crate) fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
-    for s in stmts {
-        f(s);
-        match s {
-            Stmt::Loop { body, .. } => walk(body, f),
-            Stmt::If { then_body, else_body, .. } => {
-                walk(then_body, f);
-                walk(else_body, f);
-            }
-            _ => {}
         }
     }
 }
@@ -107,34 +92,6 @@ pub(crate) fn outermost_parallel(stmts: &[Stmt]) -> Vec<&Stmt> {
     out
 }
 
-/// The operands an operation reads.
-fn op_reads(op: &Op) -> Vec<Reg> {
-    match op {
-        Op::Const(_) | Op::VScale | Op::Step(_) => Vec::new(),
-        Op::Copy(a) | Op::Un(_, a) | Op::Cast(a, _) | Op::Bitcast(a, _) | Op::Splat(a, _) | Op::Reduce(_, a) => {
-            vec![*a]
-        }
-        Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) => vec![*a, *b],
-        Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],
-        Op::ActiveLaneMask { base, bound, .. } => vec![*base, *bound],
-        Op::Load { index, .. } => vec![*index],
-        Op::VLoad { base, mask, .. } => std::iter::once(*base).chain(*mask).collect(),
-        Op::Gather { indices, mask, .. } => std::iter::once(*indices).chain(*mask).collect(),
-    }
-}
-
-/// The registers a statement itself reads (not those of nested bodies).
-fn stmt_reads(s: &Stmt) -> Vec<Reg> {
-    match s {
-        Stmt::Assign { op, .. } => op_reads(op),
-        Stmt::Store { index, value, .. } => vec![*index, *value],
-        Stmt::VStore { base, value, mask, .. } => [*base, *value].into_iter().chain(*mask).collect(),
-        Stmt::Scatter { indices, value, mask, .. } => [*indices, *value].into_iter().chain(*mask).collect(),
-        Stmt::Loop { start, end, .. } => vec![*start, *end],
-        Stmt::If { cond, .. } => vec![*cond],
-    }
-}
-
 /// The buffer an assignment reads from, if any.
 fn op_buffer(s: &Stmt) -> Option<BufId> {
     match s {
@@ -149,15 +106,6 @@ fn stmt_write(s: &Stmt) -> Option<(BufId, Reg)> {
         Stmt::Store { buf, index, .. } => Some((*buf, *index)),
         Stmt::VStore { buf, base, .. } => Some((*buf, *base)),
         Stmt::Scatter { buf, indices, .. } => Some((*buf, *indices)),
-        _ => None,
-    }
-}
-
-/// The register a statement assigns (loop variables included).
-fn stmt_def(s: &Stmt) -> Option<Reg> {
-    match s {
-        Stmt::Assign { dst, .. } => Some(*dst),
-        Stmt::Loop { var, .. } => Some(*var),
         _ => None,
     }
 }
@@ -182,7 +130,7 @@ pub(crate) fn plan(prog: &Program, total: &Usage, var: Reg, body: &[Stmt]) -> Re
     let fail = |reason: String| LlvmError::Parallel { kernel: prog.name.clone(), var: var.to_string(), reason };
     let inside = Usage::of(prog, body);
     let mut assigned = BTreeSet::from([var]);
-    walk(body, &mut |s| assigned.extend(stmt_def(s)));
+    walk(body, &mut |s| assigned.extend(s.def()));
     for &r in &assigned {
         let outside = total.reads[r.0 as usize] - inside.reads[r.0 as usize];
         if outside > 0 {
@@ -248,7 +196,7 @@ pub(crate) fn plan(prog: &Program, total: &Usage, var: Reg, body: &[Stmt]) -> Re
 /// the previous outer iteration's value).
 fn check_assigned_before_read(stmts: &[Stmt], assigned: &BTreeSet<Reg>, may: &mut BTreeSet<Reg>) -> Result<(), Reg> {
     for s in stmts {
-        if let Some(r) = stmt_reads(s).into_iter().find(|r| assigned.contains(r) && !may.contains(r)) {
+        if let Some(r) = s.operands().into_iter().find(|r| assigned.contains(r) && !may.contains(r)) {
             return Err(r);
         }
         match s {
@@ -286,7 +234,7 @@ fn depends_on(body: &[Stmt], var: Reg) -> BTreeSet<Reg> {
 
 fn taint(stmts: &[Stmt], control: bool, set: &mut BTreeSet<Reg>) {
     for s in stmts {
-        let dep = control || stmt_reads(s).iter().any(|r| set.contains(r));
+        let dep = control || s.operands().iter().any(|r| set.contains(r));
         match s {
             Stmt::Assign { dst, .. } if dep => {
                 set.insert(*dst);

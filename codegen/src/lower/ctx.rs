@@ -3,7 +3,7 @@
 use super::reduce::AccPlan;
 use super::tails::{TailPlan, VecMode};
 use super::tiles::TilePlan;
-use crate::vprog::{verify, BufId, BufKind, Buffer, Builder, Lanes, Program, Reg, VerifyError};
+use crate::vprog::{optimize, verify, BufId, BufKind, Buffer, Builder, Lanes, Program, Reg, VerifyError};
 use scaletune_space::expr::{eval, simplify, Expr};
 use scaletune_space::ids::{BlockId, LoopId, VarId};
 use scaletune_space::ir::{Nest, Scope};
@@ -61,8 +61,19 @@ pub(crate) type Result<T> = std::result::Result<T, LowerError>;
 /// Kernel parameters: one pointer per workload tensor that is an input or
 /// output (declaration order), then the scalar arguments. On fixed-length
 /// targets (`nest.caps.scalable == false`) vscale is the constant of the caps
-/// and every vector is fixed.
+/// and every vector is fixed. The program is cleaned up by
+/// [`optimize`](crate::vprog::optimize) (invariants out of loops, repeated
+/// computations shared); the interpreter and LLVM both get that program.
 pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
+    let mut prog = lower_unoptimized(nest, kernel)?;
+    optimize(&mut prog);
+    verify(&prog)?;
+    Ok(prog)
+}
+
+/// Like [`lower`], without the clean-up of [`optimize`]: every index
+/// expression is computed where it is used (for tests of that clean-up).
+pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
     let mut nest = nest.clone();
     nest.decompose_all_inits();
     let vscale_const = nest.caps.fixed_vscale().map(i64::from);

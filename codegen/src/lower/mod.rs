@@ -23,4 +23,4 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub use ctx::{lower, LowerError};
+pub use ctx::{lower, lower_unoptimized, LowerError};

@@ -11,10 +11,14 @@
 //! index (never by byte); masked-off lanes never touch memory.
 
 mod builder;
+mod operands;
+mod optimize;
 mod print;
 mod types;
 mod verify;
 
 pub use builder::Builder;
+pub use operands::walk;
+pub use optimize::optimize;
 pub use types::*;
 pub use verify::{verify, VerifyError};

@@ -1,0 +1,77 @@
+//! The registers operations and statements read, for passes that analyse or rewrite them.
+
+use super::types::{Op, Reg, Stmt};
+
+impl Op {
+    /// The registers this operation reads, in operand order.
+    pub fn operands(&self) -> Vec<Reg> {
+        let mut op = self.clone();
+        op.operands_mut().into_iter().map(|r| *r).collect()
+    }
+
+    /// Mutable references to the registers this operation reads.
+    pub fn operands_mut(&mut self) -> Vec<&mut Reg> {
+        match self {
+            Op::Const(_) | Op::VScale | Op::Step(_) => Vec::new(),
+            Op::Copy(a) | Op::Un(_, a) | Op::Cast(a, _) | Op::Bitcast(a, _) | Op::Splat(a, _) | Op::Reduce(_, a) => {
+                vec![a]
+            }
+            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) => vec![a, b],
+            Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![a, b, c],
+            Op::ActiveLaneMask { base, bound, .. } => vec![base, bound],
+            Op::Load { index, .. } => vec![index],
+            Op::VLoad { base, mask, .. } => std::iter::once(base).chain(mask.as_mut()).collect(),
+            Op::Gather { indices, mask, .. } => std::iter::once(indices).chain(mask.as_mut()).collect(),
+        }
+    }
+}
+
+impl Stmt {
+    /// The registers this statement itself reads (not those of nested bodies).
+    pub fn operands(&self) -> Vec<Reg> {
+        match self {
+            Stmt::Assign { op, .. } => op.operands(),
+            Stmt::Store { index, value, .. } => vec![*index, *value],
+            Stmt::VStore { base, value, mask, .. } => [*base, *value].into_iter().chain(*mask).collect(),
+            Stmt::Scatter { indices, value, mask, .. } => [*indices, *value].into_iter().chain(*mask).collect(),
+            Stmt::Loop { start, end, .. } => vec![*start, *end],
+            Stmt::If { cond, .. } => vec![*cond],
+        }
+    }
+
+    /// Mutable references to the registers this statement itself reads.
+    pub fn operands_mut(&mut self) -> Vec<&mut Reg> {
+        match self {
+            Stmt::Assign { op, .. } => op.operands_mut(),
+            Stmt::Store { index, value, .. } => vec![index, value],
+            Stmt::VStore { base, value, mask, .. } => [base, value].into_iter().chain(mask.as_mut()).collect(),
+            Stmt::Scatter { indices, value, mask, .. } => [indices, value].into_iter().chain(mask.as_mut()).collect(),
+            Stmt::Loop { start, end, .. } => vec![start, end],
+            Stmt::If { cond, .. } => vec![cond],
+        }
+    }
+
+    /// The register this statement assigns (a loop assigns its variable).
+    pub fn def(&self) -> Option<Reg> {
+        match self {
+            Stmt::Assign { dst, .. } => Some(*dst),
+            Stmt::Loop { var, .. } => Some(*var),
+            _ => None,
+        }
+    }
+}
+
+/// Calls `f` on every statement of `stmts`, parents before children.
+pub fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::Loop { body, .. } => walk(body, f),
+            Stmt::If { then_body, else_body, .. } => {
+                walk(then_body, f);
+                walk(else_body, f);
+            }
+            _ => {}
+        }
+    }
+}

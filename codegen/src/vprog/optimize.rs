@@ -1,0 +1,284 @@
+//! Loop-invariant code motion and common-subexpression elimination on a vector program.
+//!
+//! Lowering writes every index expression out in full where it is used, with
+//! its constants, inside the innermost loop. LLVM cleans that up, but the
+//! interpreter would execute all of it; this pass does the cleaning once, on
+//! the program both of them get, so that the oracle still runs exactly what
+//! is emitted. It only moves and removes pure assignments to registers that
+//! have one definition:
+//!
+//! - an assignment in a loop body whose operands are not assigned in the
+//!   loop moves in front of the loop, if evaluating it early cannot fail
+//!   (integer division, remainder and shifts only by a positive constant; no
+//!   loads, no lane extraction). Nothing moves out of a parallel loop (its
+//!   outlined body would receive constants as captured values) or into its
+//!   body (LLVM hoists better within the outlined function);
+//! - an assignment computing what an earlier one in the same or an
+//!   enclosing statement list computed, from the same registers, is dropped
+//!   and its register replaced by the earlier one, if every read of it lies
+//!   where the earlier one's value is current (within that list).
+
+use super::types::{BinOp, Const, LoopHint, Op, Program, Reg, Stmt, Ty};
+use std::collections::{HashMap, HashSet};
+
+/// Optimizes `prog` in place.
+pub fn optimize(prog: &mut Program) {
+    let defs = Defs::of(prog);
+    let body = std::mem::take(&mut prog.body);
+    let body = hoist(body, &defs, false);
+    let scopes = Scopes::of(prog.regs.len(), &body);
+    let mut cse = Cse {
+        prog,
+        defs: &defs,
+        scopes: &scopes,
+        table: Vec::new(),
+        index: HashMap::new(),
+        renames: HashMap::new(),
+        next_list: 0,
+        in_parallel: false,
+    };
+    let mut body = body;
+    cse.list(&mut body);
+    prog.body = body;
+}
+
+/// How each register is defined.
+struct Defs {
+    /// Assignments per register.
+    assigns: Vec<u32>,
+    /// Loops whose variable it is.
+    loops: Vec<u32>,
+    /// Registers with one definition, an integer constant.
+    consts: HashMap<Reg, i64>,
+}
+
+impl Defs {
+    fn of(prog: &Program) -> Defs {
+        let n = prog.regs.len();
+        let mut d = Defs { assigns: vec![0; n], loops: vec![0; n], consts: HashMap::new() };
+        let mut consts = Vec::new();
+        super::walk(&prog.body, &mut |s| match s {
+            Stmt::Assign { dst, op } => {
+                d.assigns[dst.0 as usize] += 1;
+                if let Op::Const(Const::Int(v, _)) = op {
+                    consts.push((*dst, *v));
+                }
+            }
+            Stmt::Loop { var, .. } => d.loops[var.0 as usize] += 1,
+            _ => {}
+        });
+        d.consts = consts.into_iter().filter(|(r, _)| d.single(*r)).collect();
+        d
+    }
+
+    /// Assigned by exactly one assignment and no loop.
+    fn single(&self, r: Reg) -> bool {
+        self.assigns[r.0 as usize] == 1 && self.loops[r.0 as usize] == 0
+    }
+
+    /// Holds one value wherever it can be read: a single assignment, a
+    /// loop variable (within one iteration), or a parameter.
+    fn stable(&self, r: Reg) -> bool {
+        let (a, l) = (self.assigns[r.0 as usize], self.loops[r.0 as usize]);
+        (a == 1 && l == 0) || (a == 0 && l <= 1)
+    }
+
+    /// `op` has no effect and reads no memory.
+    fn pure(op: &Op) -> bool {
+        !matches!(op, Op::Load { .. } | Op::VLoad { .. } | Op::Gather { .. })
+    }
+
+    /// `op` is pure and cannot fail, whatever its operands hold.
+    fn movable(&self, op: &Op) -> bool {
+        match op {
+            Op::Bin(BinOp::FloorDiv | BinOp::FloorMod, _, b) => self.consts.get(b).is_some_and(|v| *v > 0),
+            Op::Bin(BinOp::Shl | BinOp::Shr, _, b) => self.consts.get(b).is_some_and(|v| (0..8).contains(v)),
+            Op::Extract(..) => false,
+            _ => Self::pure(op),
+        }
+    }
+}
+
+/// Registers assigned anywhere in `stmts` (loop variables included).
+fn assigned_in(stmts: &[Stmt]) -> HashSet<Reg> {
+    let mut out = HashSet::new();
+    super::walk(stmts, &mut |s| out.extend(s.def()));
+    out
+}
+
+/// Moves loop-invariant assignments in front of their loops, innermost
+/// loops first; `stmts` is the body of a parallel loop if `parallel_body`.
+fn hoist(stmts: Vec<Stmt>, defs: &Defs, parallel_body: bool) -> Vec<Stmt> {
+    let mut out = Vec::with_capacity(stmts.len());
+    for s in stmts {
+        match s {
+            Stmt::Loop { var, start, end, body, hint } => {
+                let body = hoist(body, defs, hint == LoopHint::Parallel);
+                // Nothing leaves a parallel loop (it would become a captured
+                // value of the outlined body), and nothing moves into its body
+                // (LLVM hoists better from the loops of the outlined function).
+                if hint == LoopHint::Parallel || parallel_body {
+                    out.push(Stmt::Loop { var, start, end, body, hint });
+                    continue;
+                }
+                let mut inside = assigned_in(&body);
+                inside.insert(var);
+                let mut kept = Vec::with_capacity(body.len());
+                for st in body {
+                    let invariant = match &st {
+                        Stmt::Assign { dst, op } => {
+                            defs.single(*dst) && defs.movable(op) && op.operands().iter().all(|r| !inside.contains(r))
+                        }
+                        _ => false,
+                    };
+                    match (invariant, st.def()) {
+                        (true, Some(dst)) => {
+                            inside.remove(&dst);
+                            out.push(st);
+                        }
+                        _ => kept.push(st),
+                    }
+                }
+                out.push(Stmt::Loop { var, start, end, body: kept, hint });
+            }
+            Stmt::If { cond, then_body, else_body } => out.push(Stmt::If {
+                cond,
+                then_body: hoist(then_body, defs, false),
+                else_body: hoist(else_body, defs, false),
+            }),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Statement lists numbered in depth-first order (the body 0, then each
+/// loop body and branch as it is entered), with where each register is read.
+struct Scopes {
+    /// For list `k`, one past the last list nested in it.
+    end: Vec<u32>,
+    /// The lists each register is read in.
+    reads: Vec<Vec<u32>>,
+}
+
+impl Scopes {
+    fn of(n_regs: usize, body: &[Stmt]) -> Scopes {
+        let mut s = Scopes { end: Vec::new(), reads: vec![Vec::new(); n_regs] };
+        s.list(body);
+        s
+    }
+
+    fn list(&mut self, stmts: &[Stmt]) {
+        let id = self.end.len();
+        self.end.push(0);
+        for st in stmts {
+            for r in st.operands() {
+                self.reads[r.0 as usize].push(id as u32);
+            }
+            match st {
+                Stmt::Loop { body, .. } => self.list(body),
+                Stmt::If { then_body, else_body, .. } => {
+                    self.list(then_body);
+                    self.list(else_body);
+                }
+                _ => {}
+            }
+        }
+        self.end[id] = self.end.len() as u32;
+    }
+
+    /// True if every read of `r` is in list `k` or a list nested in it.
+    fn reads_within(&self, r: Reg, k: u32) -> bool {
+        let end = self.end[k as usize];
+        self.reads[r.0 as usize].iter().all(|l| (k..end).contains(l))
+    }
+}
+
+/// An available value: the operation, its type, the register holding it,
+/// and the statement list it was computed in.
+struct Available {
+    ty: Ty,
+    op: Op,
+    reg: Reg,
+    list: u32,
+}
+
+struct Cse<'a> {
+    prog: &'a Program,
+    defs: &'a Defs,
+    scopes: &'a Scopes,
+    /// Available values, innermost list last.
+    table: Vec<Available>,
+    /// Positions in `table` by the printed type and operation.
+    index: HashMap<String, Vec<usize>>,
+    renames: HashMap<Reg, Reg>,
+    next_list: u32,
+    /// Inside a parallel loop: only values of the same list are reused.
+    in_parallel: bool,
+}
+
+impl Cse<'_> {
+    fn list(&mut self, stmts: &mut Vec<Stmt>) {
+        let id = self.next_list;
+        self.next_list += 1;
+        let mark = self.table.len();
+        let old = std::mem::take(stmts);
+        for mut st in old {
+            for r in st.operands_mut() {
+                if let Some(n) = self.renames.get(r) {
+                    *r = *n;
+                }
+            }
+            match &mut st {
+                Stmt::Loop { body, hint, .. } => {
+                    let outer = self.in_parallel;
+                    self.in_parallel |= *hint == LoopHint::Parallel;
+                    self.list(body);
+                    self.in_parallel = outer;
+                }
+                Stmt::If { then_body, else_body, .. } => {
+                    self.list(then_body);
+                    self.list(else_body);
+                }
+                Stmt::Assign { dst, op } if self.reuse(*dst, op, id) => continue,
+                _ => {}
+            }
+            stmts.push(st);
+        }
+        for a in self.table.drain(mark..) {
+            let key = format!("{:?} {:?}", a.ty, a.op);
+            if let Some(at) = self.index.get_mut(&key) {
+                at.pop();
+            }
+        }
+    }
+
+    /// Records `dst = op` (computed in list `id`) as available, or, if an
+    /// earlier register holds the same value wherever `dst` is read,
+    /// renames `dst` to it and returns true (the assignment goes).
+    fn reuse(&mut self, dst: Reg, op: &Op, id: u32) -> bool {
+        if !(self.defs.single(dst) && Defs::pure(op) && op.operands().iter().all(|r| self.defs.stable(*r))) {
+            return false;
+        }
+        let ty = self.prog.ty(dst);
+        let key = format!("{ty:?} {op:?}");
+        let found = self.index.get(&key).and_then(|at| {
+            at.iter()
+                .map(|i| &self.table[*i])
+                .find(|a| a.ty == ty && a.op == *op && (!self.in_parallel || a.list == id))
+                .map(|a| (a.reg, a.list))
+        });
+        match found {
+            Some((reg, list)) if self.scopes.reads_within(dst, list) => {
+                self.renames.insert(dst, reg);
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.index.entry(key).or_default().push(self.table.len());
+                self.table.push(Available { ty, op: op.clone(), reg: dst, list: id });
+                false
+            }
+        }
+    }
+}
