@@ -3,20 +3,9 @@
 //! A64FX), the predicated reduction, the naive nest, exit status 1 on a
 //! wrong result, and one-line errors for bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
-}
-
-fn scaletune(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+use std::path::Path;
+mod common;
+use common::{root, scaletune, text};
 
 fn sched(name: &str) -> String {
     format!("configs/schedules/{name}.trace")

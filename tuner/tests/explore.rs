@@ -1,19 +1,7 @@
 //! `scaletune explore`: summaries, determinism, checked samples, written traces.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
-}
-
-fn scaletune(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
+mod common;
+use common::{scaletune, stdout};
 
 fn summary_line<'a>(report: &'a str, title: &str) -> &'a str {
     report.lines().find(|l| l.trim_start().starts_with(title)).unwrap_or("")

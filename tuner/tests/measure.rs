@@ -1,19 +1,7 @@
 //! End-to-end tests of `scaletune measure` on this machine: figures, verdicts, exit codes, the artifact cache.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
-}
-
-fn scaletune(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
+use common::{scaletune, text};
 
 #[test]
 fn native_measurement_prints_every_repeat_and_reuses_the_artifact() {

@@ -13,19 +13,8 @@ use scaletune_space::trace::parse_trace;
 use scaletune_space::workload::{load, Role, Workload, WorkloadSpec};
 use scaletune_space::{DType, VectorCaps};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
-}
-
-fn scaletune(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scaletune")).args(args).current_dir(root()).output().expect("runs scaletune")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
+use common::{scaletune, text};
 
 /// A vector loop over the single loop of block `block`, `lanes` wide, with a tail.
 fn vector_1d(block: &str, lanes: &str, tail: &str) -> String {
