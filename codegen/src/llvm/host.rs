@@ -16,3 +16,22 @@ pub fn host_info() -> HostInfo {
     };
     HostInfo { triple, cpu, features }
 }
+
+/// The version of the LLVM library code is generated with (`19.1.7`): part
+/// of what decides the bytes of an object, so caches of objects key on it.
+pub fn llvm_version() -> String {
+    let (mut major, mut minor, mut patch) = (0u32, 0u32, 0u32);
+    // SAFETY: LLVMGetVersion only writes the three integers it is given.
+    unsafe { llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };
+    format!("{major}.{minor}.{patch}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_llvm_library_is_version_19() {
+        let v = super::llvm_version();
+        assert!(v.starts_with("19."), "{v}");
+        assert_eq!(v.split('.').count(), 3, "{v}");
+    }
+}

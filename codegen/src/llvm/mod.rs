@@ -50,7 +50,7 @@ mod runtime;
 mod support;
 mod types;
 
-pub use host::host_info;
+pub use host::{host_info, llvm_version};
 pub use parallel::PARALLEL_FOR;
 pub use runtime::{compile_command as runtime_compile_command, RUNTIME_SOURCE};
 

@@ -4,8 +4,9 @@
 //! the object depends on: the workload (its reference string and its full
 //! JSON form, so that two workload files with one name do not collide), the
 //! target (name, triple, CPU, features, vector capabilities), the LLVM
-//! options, the trace's JSON form, the scaletune version and the build
-//! identity [`BUILD_ID`]: a hash of the sources of the schedule language,
+//! options, the trace's JSON form, the scaletune version, the version of
+//! the LLVM library it was built against, and the build identity
+//! [`BUILD_ID`]: a hash of the sources of the schedule language,
 //! codegen, the parallel-loop runtime, the builder and the harness, computed
 //! by `measure/build.rs`, so that a changed compiler never reuses objects
 //! an older one wrote.
@@ -71,6 +72,7 @@ fn artifact_key_for_build(
     let mut field = |name: &str, value: &str| h.field(name, value);
     field("scaletune", env!("CARGO_PKG_VERSION"));
     field("build", build_id);
+    field("llvm", &scaletune_codegen::llvm::llvm_version());
     field("workload", &workload.reference());
     field("workload_json", &serde_json::to_string(workload).unwrap_or_default());
     field("target", &target.name);
