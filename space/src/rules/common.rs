@@ -64,10 +64,34 @@ fn split_with(s: &mut State, a: &AxisLoop, sample: Inst, factors: Vec<String>) -
     s.push(split).then_some(loops)
 }
 
-/// The tail strategy of a vector loop: sampled when vectors may be
-/// scalable (a tail may remain), `predicate` otherwise.
-pub(crate) fn tail(s: &mut State) -> Option<SArg> {
-    if !scalable(&s.probe) {
+/// True unless loop `l` comes from a perfect tiling (every factor a result
+/// of `sample_perfect_tile`), whose vector level divides its loop exactly.
+fn may_leave_tail(s: &State, l: &str) -> bool {
+    let perfect: Vec<&String> = s
+        .trace
+        .insts
+        .iter()
+        .filter_map(|i| match i {
+            Inst::SamplePerfectTile { outs, .. } => Some(outs),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let split = s.trace.insts.iter().rev().find_map(|i| match i {
+        Inst::Split { outs, factors, .. } if outs.iter().any(|o| o == l) => Some(factors),
+        _ => None,
+    });
+    match split {
+        Some(factors) => !factors.iter().all(|f| matches!(f, Some(TExpr::Rv(n)) if perfect.contains(&n))),
+        None => true,
+    }
+}
+
+/// The tail strategy of vector loop `l`: sampled when a tail may remain
+/// (scalable vectors, or a split that rounds up), `predicate` otherwise
+/// (the choice would change nothing).
+pub(crate) fn tail(s: &mut State, l: &str) -> Option<SArg> {
+    if !scalable(&s.probe) && !may_leave_tail(s, l) {
         return Some(SArg::lit("predicate"));
     }
     let out = s.name("tail");
@@ -82,7 +106,7 @@ pub(crate) fn tail(s: &mut State) -> Option<SArg> {
 
 /// `vectorize(l, tail=...)` with a sampled tail.
 pub(crate) fn vectorize(s: &mut State, l: &str) -> bool {
-    match tail(s) {
+    match tail(s, l) {
         Some(t) => s.push(Inst::Vectorize { loop_: l.to_string(), tail: t }),
         None => false,
     }
