@@ -7,41 +7,13 @@
 mod llvm_util;
 
 use llvm_util::programs;
-use llvm_util::{check_everywhere, check_everywhere_with, lanes32, pf, pi, C_PRELUDE};
+use llvm_util::{check_everywhere, check_everywhere_with, lanes32, pf, pi, vadd_driver, C_PRELUDE, VADD_N};
 use scaletune_codegen::llvm::CompileOptions;
 use scaletune_codegen::target::{Arch, Target};
 use scaletune_codegen::vprog::Lanes;
 
-const VADD_N: usize = 37;
-
-fn vadd_driver() -> String {
-    format!(
-        "{C_PRELUDE}
-void vadd(const float *a, const float *b, float *y, float s);
-int main(void) {{
-  enum {{ N = {VADD_N}, PAD = 64 }};
-  float a[N], b[N], y[N + PAD];
-  for (int i = 0; i < N; i++) {{ a[i] = i * 0.5f - 3.0f; b[i] = 1.25f * i; }}
-  for (int i = 0; i < N + PAD; i++) y[i] = -7.0f;
-  vadd(a, b, y, 1.5f);
-  for (int i = 0; i < N + PAD; i++) pf(y[i]);
-  return 0;
-}}
-"
-    )
-}
-
 fn vadd_expected(_: &Target, _vscale: u32) -> String {
-    (0..VADD_N + 64)
-        .map(|i| {
-            if i < VADD_N {
-                let (a, b) = (i as f32 * 0.5 - 3.0, 1.25 * i as f32);
-                pf(1.5 * (a + b))
-            } else {
-                pf(-7.0)
-            }
-        })
-        .collect()
+    llvm_util::vadd_expected()
 }
 
 /// Element-wise `y = s * (a + b)` with a predicated scalable loop; the

@@ -6,7 +6,7 @@
 
 mod llvm_util;
 
-use llvm_util::{compile_o3, lanes32, link, pf, programs, run, C_PRELUDE};
+use llvm_util::{compile_o3, lanes32, link, programs, run, vadd_driver, vadd_expected, VADD_N};
 use scaletune_codegen::target::{Arch, Target, SHIPPED};
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -117,36 +117,18 @@ fn every_shipped_target_loads_and_is_consistent() {
     }
 }
 
-const N: usize = 37;
-
 /// `y = 1.5 * (a + b)` with a predicated loop of full vectors, compiled for
 /// every shipped target, whose assembly shows the target's vector ISA, run
 /// at each default VL; the 64 elements after the end stay untouched.
 #[test]
 fn a_vector_kernel_runs_on_every_shipped_target() {
-    let driver = format!(
-        "{C_PRELUDE}
-void vadd(const float *a, const float *b, float *y, float s);
-int main(void) {{
-  enum {{ N = {N}, PAD = 64 }};
-  float a[N], b[N], y[N + PAD];
-  for (int i = 0; i < N; i++) {{ a[i] = i * 0.5f - 3.0f; b[i] = 1.25f * i; }}
-  for (int i = 0; i < N + PAD; i++) y[i] = -7.0f;
-  vadd(a, b, y, 1.5f);
-  for (int i = 0; i < N + PAD; i++) pf(y[i]);
-  return 0;
-}}
-"
-    );
-    let want: String = (0..N + 64)
-        .map(|i| if i < N { pf(1.5 * ((i as f32 * 0.5 - 3.0) + 1.25 * i as f32)) } else { pf(-7.0) })
-        .collect();
+    let (driver, want) = (vadd_driver(), vadd_expected());
     let targets = Target::shipped().expect("shipped targets load");
     std::thread::scope(|s| {
         for t in &targets {
             let (driver, want) = (&driver, &want);
             s.spawn(move || {
-                let art = compile_o3(&programs::vadd(N, lanes32(t)), t);
+                let art = compile_o3(&programs::vadd(VADD_N, lanes32(t)), t);
                 let asm = &art.asm;
                 let isa = match t.arch {
                     Arch::Aarch64 if t.caps.scalable => asm.contains("whilelo") && asm.contains("ld1w"),

@@ -158,3 +158,39 @@ pub fn pf(x: f32) -> String {
 pub fn pi(x: i32) -> String {
     format!("{x}\n")
 }
+
+/// Elements of the `vadd` driver's vectors (`programs::vadd(VADD_N, ..)`).
+pub const VADD_N: usize = 37;
+
+/// A driver for `vadd(a, b, y, 1.5)` that prints `y` and the 64 guard
+/// elements after it (which must keep their -7).
+pub fn vadd_driver() -> String {
+    format!(
+        "{C_PRELUDE}
+void vadd(const float *a, const float *b, float *y, float s);
+int main(void) {{
+  enum {{ N = {VADD_N}, PAD = 64 }};
+  float a[N], b[N], y[N + PAD];
+  for (int i = 0; i < N; i++) {{ a[i] = i * 0.5f - 3.0f; b[i] = 1.25f * i; }}
+  for (int i = 0; i < N + PAD; i++) y[i] = -7.0f;
+  vadd(a, b, y, 1.5f);
+  for (int i = 0; i < N + PAD; i++) pf(y[i]);
+  return 0;
+}}
+"
+    )
+}
+
+/// What [`vadd_driver`] prints for a correct kernel.
+pub fn vadd_expected() -> String {
+    (0..VADD_N + 64)
+        .map(|i| {
+            if i < VADD_N {
+                let (a, b) = (i as f32 * 0.5 - 3.0, 1.25 * i as f32);
+                pf(1.5 * (a + b))
+            } else {
+                pf(-7.0)
+            }
+        })
+        .collect()
+}
