@@ -3,9 +3,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use scaletune_codegen::lower::lower;
+use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_space::design::DesignSpace;
-use scaletune_space::ir::Nest;
 use scaletune_space::sample::task_rng;
 use scaletune_space::workload::load;
 use std::hint::black_box;
@@ -13,7 +13,7 @@ use std::hint::black_box;
 fn bench(c: &mut Criterion) {
     let w = load("matmul:M=512,N=512,K=512").expect("workload");
     let t = Target::load("neoverse-v1").expect("target");
-    let nest = Nest::from_workload(&w, t.caps.clone()).with_kinds(t.vector_kinds());
+    let nest = initial_nest(&w, &t);
     let space = DesignSpace::generate(&nest);
     let mut g = c.benchmark_group("schedule_space");
     g.throughput(Throughput::Elements(1));

@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use scaletune_codegen::interp::{run, ArgValue, InterpOptions};
 use scaletune_codegen::lower::lower;
+use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_space::data::make_args;
 use scaletune_space::design::DesignSpace;
@@ -64,7 +65,7 @@ fn interpret(w: &scaletune_space::workload::Workload, nest: &Nest, text: &str, s
 fn check(wi: usize, ti: usize, seed: u64) -> Result<(), TestCaseError> {
     let w = load(WORKLOADS[wi]).expect("loads");
     let t = Target::load(TARGETS[ti]).expect("target");
-    let nest = Nest::from_workload(&w, t.caps.clone()).with_kinds(t.vector_kinds());
+    let nest = initial_nest(&w, &t);
     let space = DesignSpace::generate(&nest);
     prop_assert!(!space.traces.is_empty());
     let mut rng = task_rng(seed, 0);

@@ -6,13 +6,13 @@
 use proptest::prelude::*;
 use scaletune_codegen::interp::{run, ArgValue, InterpError, InterpOptions};
 use scaletune_codegen::lower::{lower, lower_unoptimized};
+use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_codegen::vprog::{
     optimize, verify, walk, BinOp, BufId, BufKind, Buffer, Builder, Elem, LoopHint, Op, Program, Reg, Stmt,
 };
 use scaletune_space::data::make_args;
 use scaletune_space::design::DesignSpace;
-use scaletune_space::ir::Nest;
 use scaletune_space::sample::task_rng;
 use scaletune_space::workload::load;
 use scaletune_space::{DType, TensorData};
@@ -200,7 +200,7 @@ proptest! {
     ) {
         let w = load(WORKLOADS[wi]).expect("loads");
         let t = Target::load(TARGETS[ti]).expect("target");
-        let nest = Nest::from_workload(&w, t.caps.clone()).with_kinds(t.vector_kinds());
+        let nest = initial_nest(&w, &t);
         let space = DesignSpace::generate(&nest);
         let s = space.sample(&mut task_rng(seed, 0)).expect("samples");
         let plain = lower_unoptimized(&s.nest, "k").expect("lowers");

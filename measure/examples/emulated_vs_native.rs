@@ -15,6 +15,7 @@
 //! bash bench/emulated_vs_native.sh [--samples 30] [--seed 1] [--repeat 9] [--csv out/emulated_vs_native.csv] [WORKLOAD ...]
 //! ```
 
+use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_measure::emulation::emulable_host_target;
 use scaletune_measure::stats::kendall_tau_b;
@@ -161,7 +162,7 @@ fn main() {
     );
     for (w_idx, reference) in args.workloads.iter().enumerate() {
         let w = Arc::new(load(reference).unwrap_or_else(|e| panic!("{reference}: {e}")));
-        let nest = Nest::from_workload(&w, target.caps.clone()).with_kinds(target.vector_kinds());
+        let nest = initial_nest(&w, &target);
         let traces = sample_traces(&nest, args.samples, args.seed, w_idx as u64);
         println!("{reference}: {} distinct schedules drawn", traces.len());
         for (i, trace) in traces.into_iter().enumerate() {

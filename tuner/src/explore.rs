@@ -1,9 +1,8 @@
 //! `scaletune explore`: print a design space, sample it, and check samples.
 
-use crate::pipeline::{symbol_for, PipelineError};
+use crate::pipeline::PipelineError;
 use scaletune_codegen::interp::{run, ArgValue, InterpOptions};
-use scaletune_codegen::llvm::{self, CompileOptions};
-use scaletune_codegen::lower::lower;
+use scaletune_codegen::pipeline::{compile_nest, initial_nest, lower_nest, Options};
 use scaletune_codegen::target::Target;
 use scaletune_measure::{CheckRequest, Harness};
 use scaletune_space::data::make_args;
@@ -65,7 +64,7 @@ pub fn interpret_and_compare(
     reference: &[RefTensor],
     vscales: &[u32],
 ) -> Result<(), String> {
-    let prog = lower(nest, "kernel").map_err(|e| e.to_string())?;
+    let prog = lower_nest(w, nest).map_err(|e| e.to_string())?;
     for &vs in vscales {
         let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
         a.extend(w.scalars.iter().map(|s| ArgValue::Scalar(s.value)));
@@ -91,10 +90,8 @@ pub fn interpret_and_compare(
 /// Builds a sample with LLVM and runs it at the target's vector lengths (the
 /// one length a fixed-VL vector kind allows).
 pub fn build_and_run(w: &Workload, target: &Target, nest: &Nest, seed: u64) -> Result<(), String> {
-    let symbol = symbol_for(w);
-    let prog = lower(nest, &symbol).map_err(|e| e.to_string())?;
-    let t = target.with_caps(&nest.caps);
-    let art = llvm::compile(&prog, &t, &CompileOptions::default()).map_err(|e| PipelineError::from(e).to_string())?;
+    let c =
+        compile_nest(w, nest.clone(), target, &Options::default()).map_err(|e| PipelineError::from(e).to_string())?;
     let vls: Vec<u32> = target
         .default_vl_bits
         .iter()
@@ -105,8 +102,8 @@ pub fn build_and_run(w: &Workload, target: &Target, nest: &Nest, seed: u64) -> R
     let req = CheckRequest {
         workload: w,
         target,
-        object: &art.object,
-        symbol: &symbol,
+        object: &c.object,
+        symbol: &c.symbol,
         vl_bits: vls,
         seed,
         timeout: Duration::from_secs(120),
@@ -144,7 +141,7 @@ fn count_line(out: &mut String, title: &str, counts: &BTreeMap<String, usize>) {
 
 /// Prints the design space, draws samples and optionally checks them.
 pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
-    let nest = Nest::from_workload(w, target.caps.clone()).with_kinds(target.vector_kinds());
+    let nest = initial_nest(w, target);
     let space = DesignSpace::generate(&nest);
     let mut out = String::new();
     let _ = writeln!(out, "design space of {} on {} ({})", w.reference(), target.name, target.vector_summary());

@@ -1,10 +1,7 @@
-//! The compile pipeline: workload, target and schedule to a linked artifact.
+//! The command line's inputs: workloads, targets and schedule files, and their errors; compiling goes through [`scaletune_codegen::pipeline`].
 
-use scaletune_codegen::llvm::{self, Artifacts, CompileOptions, LlvmError};
-use scaletune_codegen::lower::{lower, LowerError};
+use scaletune_codegen::pipeline::{self, CompileError, Compiled, Options};
 use scaletune_codegen::target::{Target, TargetError};
-use scaletune_codegen::vprog::Program;
-use scaletune_space::ir::Nest;
 use scaletune_space::trace::{parse_trace, Trace, TraceError};
 use scaletune_space::workload::{Workload, WorkloadError, WorkloadRef};
 use std::path::Path;
@@ -43,12 +40,9 @@ pub enum PipelineError {
         /// Parser message.
         message: String,
     },
-    /// Lowering failed.
+    /// Lowering or LLVM failed.
     #[error(transparent)]
-    Lower(#[from] LowerError),
-    /// LLVM failed.
-    #[error(transparent)]
-    Llvm(#[from] LlvmError),
+    Compile(#[from] CompileError),
 }
 
 /// A schedule and where it came from.
@@ -81,47 +75,21 @@ impl Schedule {
     }
 }
 
-/// Everything produced for one (workload, target, schedule).
-#[derive(Debug)]
-pub struct Compiled {
-    /// The workload.
-    pub workload: Workload,
-    /// The scheduled loop nest.
-    pub nest: Nest,
-    /// The lowered vector program.
-    pub program: Program,
-    /// LLVM outputs.
-    pub artifacts: Artifacts,
-    /// The kernel's symbol name.
-    pub symbol: String,
-}
-
 /// Loads a workload reference (`NAME`, `NAME:P=V,...`, or a file).
 pub fn load_workload(reference: &str) -> Result<Workload, PipelineError> {
     Ok(WorkloadRef::parse(reference)?.load()?)
 }
 
-/// The kernel symbol for a workload: `scaletune_<name>` with non-identifier characters replaced.
-pub fn symbol_for(w: &Workload) -> String {
-    let clean: String = w.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    format!("scaletune_{clean}")
-}
-
-/// Builds the loop nest of `w` for `target` and applies the schedule, if any.
-pub fn schedule(w: &Workload, target: &Target, sched: Option<&Schedule>) -> Result<Nest, PipelineError> {
-    let mut nest = Nest::from_workload(w, target.caps.clone()).with_kinds(target.vector_kinds());
-    if let Some(s) = sched {
-        s.trace.apply(&mut nest).map_err(|source| PipelineError::Schedule { file: s.file.clone(), source })?;
-    }
-    Ok(nest)
-}
-
-/// Schedules, lowers and compiles.
-pub fn compile(w: &Workload, target: &Target, sched: Option<&Schedule>) -> Result<Compiled, PipelineError> {
-    let nest = schedule(w, target, sched)?;
-    let symbol = symbol_for(w);
-    let program = lower(&nest, &symbol)?;
-    // The schedule may have chosen another vector kind (e.g. NEON on an SVE target).
-    let artifacts = llvm::compile(&program, &target.with_caps(&nest.caps), &CompileOptions::default())?;
-    Ok(Compiled { workload: w.clone(), nest, program, artifacts, symbol })
+/// Compiles through the one pipeline ([`scaletune_codegen::pipeline::compile`]),
+/// naming the schedule file in errors.
+pub fn compile(
+    w: &Workload,
+    target: &Target,
+    sched: Option<&Schedule>,
+    opts: &Options,
+) -> Result<Compiled, PipelineError> {
+    pipeline::compile(w, sched.map(|s| &s.trace), target, opts).map_err(|e| match (e, sched) {
+        (CompileError::Schedule(source), Some(s)) => PipelineError::Schedule { file: s.file.clone(), source },
+        (e, _) => PipelineError::Compile(e),
+    })
 }

@@ -197,6 +197,38 @@ pub enum LlvmError {
 /// `readonly` when the buffer is read-only; scalars by value). Parallel loops
 /// become internal functions `<kernel>.par.<k>` called through the runtime.
 pub fn compile(prog: &Program, target: &Target, opts: &CompileOptions) -> Result<Artifacts, LlvmError> {
+    let out = compile_emitting(prog, target, opts, true, true)?;
+    Ok(Artifacts {
+        llvm_ir: out.llvm_ir.unwrap_or_default(),
+        asm: out.asm.unwrap_or_default(),
+        object: out.object,
+        warnings: out.warnings,
+    })
+}
+
+/// The products of [`compile_emitting`]: the object, and the texts asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Emitted {
+    /// Optimized IR text, if asked for.
+    pub llvm_ir: Option<String>,
+    /// Assembly, if asked for.
+    pub asm: Option<String>,
+    /// The object (as [`Artifacts::object`]).
+    pub object: Vec<u8>,
+    /// Warnings LLVM reported.
+    pub warnings: Vec<String>,
+}
+
+/// Like [`compile`], printing the IR and emitting assembly only when asked:
+/// the object is the same either way (assembly is always generated from a
+/// copy of the optimized module).
+pub fn compile_emitting(
+    prog: &Program,
+    target: &Target,
+    opts: &CompileOptions,
+    want_ir: bool,
+    want_asm: bool,
+) -> Result<Emitted, LlvmError> {
     if opts.opt_level > 3 {
         return Err(LlvmError::BadOptLevel(opts.opt_level));
     }
@@ -222,19 +254,23 @@ pub fn compile(prog: &Program, target: &Target, opts: &CompileOptions) -> Result
     };
     machine::optimize(&module, &tm, opts.opt_level)?;
     check("optimization")?;
-    let llvm_ir = module.to_ir_string();
+    let llvm_ir = want_ir.then(|| module.to_ir_string());
     // Code generation rewrites the IR it is given (CodeGenPrepare, ...), so
     // the assembly is produced from a copy and the object from the original:
     // both then come from the same optimized IR.
-    let asm = machine::emit(&module.duplicate(), &tm, machine::Output::Assembly)?;
-    check("assembly")?;
+    let asm = if want_asm {
+        let asm = machine::emit(&module.duplicate(), &tm, machine::Output::Assembly)?;
+        check("assembly")?;
+        Some(String::from_utf8_lossy(&asm).into_owned())
+    } else {
+        None
+    };
     let mut object = machine::emit(&module, &tm, machine::Output::Object)?;
     check("object")?;
     if outline::has_parallel(&prog.body) {
         object = runtime::link_runtime(target, &object)?;
     }
-    let asm = String::from_utf8_lossy(&asm).into_owned();
-    Ok(Artifacts { llvm_ir, asm, object, warnings: ctx.warnings() })
+    Ok(Emitted { llvm_ir, asm, object, warnings: ctx.warnings() })
 }
 
 /// Checks what the emitter relies on before any LLVM object is created.

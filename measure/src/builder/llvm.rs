@@ -13,19 +13,11 @@ use super::{panic_message, BuildError, Builder};
 use crate::candidate::Candidate;
 use crate::harness::{CheckRequest, Harness, LinkCache};
 use crate::runner::Built;
-use scaletune_codegen::llvm::{self, CompileOptions};
-use scaletune_codegen::lower::lower;
-use scaletune_space::ir::Nest;
-use scaletune_space::workload::Workload;
+use scaletune_codegen::llvm::CompileOptions;
+use scaletune_codegen::pipeline::{self, kernel_symbol, Emit, Options};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
-
-/// The kernel symbol of a workload: `scaletune_<name>`, non-identifier characters replaced by `_`.
-pub fn kernel_symbol(w: &Workload) -> String {
-    let clean: String = w.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    format!("scaletune_{clean}")
-}
 
 /// Counters of an [`LlvmBuilder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,16 +110,11 @@ impl LlvmBuilder {
         Ok((key, object))
     }
 
-    /// Schedule replay, lowering and LLVM, with panics caught.
+    /// The one compile pipeline (object only), with panics caught.
     fn compile(&self, c: &Candidate) -> Result<Vec<u8>, BuildError> {
-        let symbol = kernel_symbol(&c.workload);
+        let opts = Options { llvm: self.options.clone(), emit: Emit::OBJECT, vl_bits: None };
         let run = || -> Result<Vec<u8>, BuildError> {
-            let mut nest = Nest::from_workload(&c.workload, c.target.caps.clone()).with_kinds(c.target.vector_kinds());
-            c.trace.apply(&mut nest)?;
-            let program = lower(&nest, &symbol)?;
-            // The schedule may have chosen another vector kind (e.g. NEON on an SVE target).
-            let artifacts = llvm::compile(&program, &c.target.with_caps(&nest.caps), &self.options)?;
-            Ok(artifacts.object)
+            Ok(pipeline::compile(&c.workload, Some(&c.trace), &c.target, &opts)?.object)
         };
         catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|payload| {
             Err(BuildError::Panic {

@@ -13,7 +13,7 @@ mod llvm;
 mod pool;
 
 pub use cache::{artifact_key, executable_key, ArtifactCache, BUILD_ID};
-pub use llvm::{kernel_symbol, BuildStats, LlvmBuilder};
+pub use llvm::{BuildStats, LlvmBuilder};
 pub(crate) use pool::{BuildHook, BuildPhase};
 pub use pool::{BuildOutcome, BuilderPool};
 
@@ -22,6 +22,7 @@ use crate::harness::HarnessError;
 use crate::runner::Built;
 use scaletune_codegen::llvm::LlvmError;
 use scaletune_codegen::lower::LowerError;
+use scaletune_codegen::pipeline::CompileError;
 use scaletune_space::trace::TraceError;
 use thiserror::Error;
 
@@ -60,6 +61,17 @@ pub enum BuildError {
     /// Any other failure (custom builders).
     #[error("{0}")]
     Other(String),
+}
+
+impl From<CompileError> for BuildError {
+    fn from(e: CompileError) -> BuildError {
+        match e {
+            CompileError::Schedule(e) => BuildError::Schedule(e),
+            CompileError::Lower(e) => BuildError::Lower(e),
+            CompileError::Llvm(e) => BuildError::Llvm(e),
+            e @ CompileError::BadVectorLength { .. } => BuildError::Other(e.to_string()),
+        }
+    }
 }
 
 /// The message of a caught panic payload.

@@ -1,6 +1,7 @@
 //! `scaletune check`: run a kernel at each vector length and compare with the reference.
 
 use crate::pipeline::{compile, load_workload, PipelineError, Schedule};
+use scaletune_codegen::pipeline::Options;
 use scaletune_codegen::target::Target;
 use scaletune_measure::{CheckRequest, Harness, RunStatus};
 use std::fmt::Write;
@@ -39,12 +40,12 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<CheckOutcome> {
         t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
     }
     let sched = a.schedule.map(Schedule::from_file).transpose()?;
-    let c = compile(&w, &t, sched.as_ref())?;
+    let c = compile(&w, &t, sched.as_ref(), &Options::default())?;
     let vls = if a.vl_bits.is_empty() { t.default_vl_bits.clone() } else { a.vl_bits.clone() };
     let req = CheckRequest {
         workload: &w,
         target: &t,
-        object: &c.artifacts.object,
+        object: &c.object,
         symbol: &c.symbol,
         vl_bits: vls.clone(),
         seed: a.seed,

@@ -1,6 +1,7 @@
 //! `scaletune compile`.
 
 use crate::pipeline::{compile, load_workload, PipelineError, Schedule};
+use scaletune_codegen::pipeline::{artifact_file_name, Emit as Products, Options};
 use scaletune_codegen::target::Target;
 use std::path::{Path, PathBuf};
 
@@ -45,18 +46,19 @@ pub fn run(
     let w = load_workload(workload)?;
     let t = Target::load(target).map_err(PipelineError::from)?;
     let sched = schedule.map(Schedule::from_file).transpose()?;
-    let c = compile(&w, &t, sched.as_ref())?;
+    let products = Products { llvm_ir: emit.contains(&Emit::Llvm), asm: emit.contains(&Emit::Asm) };
+    let c = compile(&w, &t, sched.as_ref(), &Options { emit: products, ..Options::default() })?;
     std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     let mut written = Vec::new();
     for e in emit {
         let (ext, bytes): (&str, Vec<u8>) = match e {
-            Emit::Asm => ("s", c.artifacts.asm.clone().into_bytes()),
-            Emit::Llvm => ("ll", c.artifacts.llvm_ir.clone().into_bytes()),
-            Emit::Obj => ("o", c.artifacts.object.clone()),
+            Emit::Asm => ("s", c.asm.clone().unwrap_or_default().into_bytes()),
+            Emit::Llvm => ("ll", c.llvm_ir.clone().unwrap_or_default().into_bytes()),
+            Emit::Obj => ("o", c.object.clone()),
             Emit::Loops => ("loops", c.nest.to_string().into_bytes()),
             Emit::Vector => ("vector", c.program.to_string().into_bytes()),
         };
-        let path = out.join(format!("{}.{ext}", c.symbol));
+        let path = out.join(artifact_file_name(&c.symbol, ext));
         std::fs::write(&path, bytes).map_err(|err| anyhow::anyhow!("cannot write {}: {err}", path.display()))?;
         written.push(path);
     }
