@@ -153,6 +153,16 @@ pub fn initial_nest_at_vl(w: &Workload, target: &Target, vl_bits: u32) -> Result
     Ok(Nest::from_workload(w, caps).with_kinds(kinds))
 }
 
+/// `target` as a CPU of the same kind whose fixed vector length is
+/// `vl_bits` (a 512-bit Neoverse V1, say): its caps specialized if they are
+/// fixed-length scalable, and `vl_bits` its only default vector length.
+/// Length-agnostic and fixed-width targets come back unchanged.
+pub fn target_at_vl(target: &Target, vl_bits: u32) -> Result<Target, CompileError> {
+    let caps = specialize(&target.name, &target.caps, vl_bits)?;
+    let default_vl_bits = if fixed_vl(&target.caps).is_some() { vec![vl_bits] } else { target.default_vl_bits.clone() };
+    Ok(Target { caps, default_vl_bits, ..target.clone() })
+}
+
 /// Stage 1: the loop nest of `w` on `target` with `trace` replayed (the
 /// unscheduled nest without one).
 pub fn schedule(

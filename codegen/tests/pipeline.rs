@@ -2,7 +2,8 @@
 
 use scaletune_codegen::llvm::{self, CompileOptions};
 use scaletune_codegen::pipeline::{
-    compile, compile_nest, fixed_vl, kernel_symbol, lower_nest, schedule, vl_builds, CompileError, Emit, Options,
+    compile, compile_nest, fixed_vl, kernel_symbol, lower_nest, schedule, target_at_vl, vl_builds, CompileError, Emit,
+    Options,
 };
 use scaletune_codegen::target::Target;
 use scaletune_space::trace::{parse_trace, Trace};
@@ -137,4 +138,21 @@ fn a_schedule_that_does_not_apply_is_a_schedule_error() {
     let e = compile(&w, Some(&s), &target("host"), &Options::default()).expect_err("no block C");
     assert!(matches!(e, CompileError::Schedule(_)), "{e:?}");
     assert!(e.to_string().starts_with("schedule: "), "{e}");
+}
+
+#[test]
+fn a_fixed_length_target_moves_to_another_vector_length_and_others_stay() {
+    let v1 = target("neoverse-v1");
+    let at = target_at_vl(&v1, 1024).expect("a multiple of 128");
+    assert_eq!((at.caps.vscale_values.clone(), at.default_vl_bits.clone()), (vec![8], vec![1024]));
+    assert_eq!(at.vscale_for_vl(1024).ok(), Some(8));
+    assert_eq!(
+        (at.name.as_str(), at.cpu.as_str(), at.features.as_str()),
+        ("neoverse-v1", v1.cpu.as_str(), v1.features.as_str())
+    );
+    for name in ["sve-generic", "rvv", "neon", "host"] {
+        let t = target(name);
+        let at = target_at_vl(&t, 512).expect("unchanged");
+        assert_eq!((at.caps, at.default_vl_bits), (t.caps, t.default_vl_bits), "{name}");
+    }
 }
