@@ -213,17 +213,29 @@ pub fn compile(w: &Workload, trace: Option<&Trace>, target: &Target, opts: &Opti
     compile_nest(w, nest, target, opts)
 }
 
-/// Which objects measuring a candidate at `vls` needs, as (the
-/// [`Options::vl_bits`] to compile with, the vector lengths that object runs
-/// at): one object per vector length when the schedule picks a fixed-length
-/// scalable kind on this target (`None` at the kind's own length, which needs
-/// no specialization), else one `(None, vls)` for all of them. Scheduling
-/// errors are left for [`compile`] to report.
-pub fn vl_builds(w: &Workload, trace: Option<&Trace>, target: &Target, vls: &[u32]) -> Vec<(Option<u32>, Vec<u32>)> {
+/// One object a candidate measured at several vector lengths needs (see [`vl_builds`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectPlan {
+    /// The [`Options::vl_bits`] to compile it with (`None`: no specialization).
+    pub specialize: Option<u32>,
+    /// The vector length the object is only valid at, if any ([`Compiled::built_for_vl`]).
+    pub built_for_vl: Option<u32>,
+    /// The vector lengths it runs at.
+    pub vl_bits: Vec<u32>,
+}
+
+/// Which objects measuring a candidate at `vls` needs: one per vector length
+/// when the schedule picks a fixed-length scalable kind on this target
+/// (specialized to that length, except at the kind's own, which needs no
+/// specialization), else one for all of them. Scheduling errors are left
+/// for [`compile`] to report (one plan for all of `vls`).
+pub fn vl_builds(w: &Workload, trace: Option<&Trace>, target: &Target, vls: &[u32]) -> Vec<ObjectPlan> {
     let fixed = schedule(w, trace, target, None).ok().and_then(|n| fixed_vl(&n.caps));
     match fixed {
-        // At its own vector length the kind needs no specialization (same object).
-        Some(own) if !vls.is_empty() => vls.iter().map(|&vl| ((vl != own).then_some(vl), vec![vl])).collect(),
-        _ => vec![(None, vls.to_vec())],
+        Some(own) if !vls.is_empty() => vls
+            .iter()
+            .map(|&vl| ObjectPlan { specialize: (vl != own).then_some(vl), built_for_vl: Some(vl), vl_bits: vec![vl] })
+            .collect(),
+        _ => vec![ObjectPlan { specialize: None, built_for_vl: fixed, vl_bits: vls.to_vec() }],
     }
 }

@@ -3,7 +3,7 @@
 use scaletune_codegen::llvm::{self, CompileOptions};
 use scaletune_codegen::pipeline::{
     compile, compile_nest, fixed_vl, kernel_symbol, lower_nest, schedule, target_at_vl, vl_builds, CompileError, Emit,
-    Options,
+    ObjectPlan, Options,
 };
 use scaletune_codegen::target::Target;
 use scaletune_space::trace::{parse_trace, Trace};
@@ -78,10 +78,13 @@ fn a_fixed_length_sve_schedule_is_compiled_once_per_vector_length() {
     // matmul_tiled has no use_vectors: on a 256-bit Neoverse V1 it takes the
     // target's own kind, SVE fixed at 256 bits.
     let (w, s, v1) = (workload("matmul:M=96,N=96,K=96"), schedule_file("matmul_tiled"), target("neoverse-v1"));
+    let plan = |specialize: Option<u32>, vl: u32| ObjectPlan { specialize, built_for_vl: Some(vl), vl_bits: vec![vl] };
     assert_eq!(
         vl_builds(&w, Some(&s), &v1, &[128, 256, 512]),
-        [(Some(128), vec![128]), (None, vec![256]), (Some(512), vec![512])]
+        [plan(Some(128), 128), plan(None, 256), plan(Some(512), 512)]
     );
+    // Measured at its own length only, it is one object as before.
+    assert_eq!(vl_builds(&w, Some(&s), &v1, &[256]), [plan(None, 256)]);
     let mut seen = Vec::new();
     for (vl, vscale) in [(128, 1), (256, 2), (512, 4), (2048, 16)] {
         let opts = Options { emit: Emit { llvm_ir: true, asm: false }, vl_bits: Some(vl), ..Options::default() };
@@ -108,7 +111,8 @@ fn length_agnostic_and_fixed_width_schedules_are_compiled_once() {
     let v1 = target("neoverse-v1");
     for s in ["matmul_tiled_vla", "matmul_tiled_neon"] {
         let s = schedule_file(s);
-        assert_eq!(vl_builds(&w, Some(&s), &v1, &[128, 256, 512]), [(None, vec![128, 256, 512])]);
+        let all = ObjectPlan { specialize: None, built_for_vl: None, vl_bits: vec![128, 256, 512] };
+        assert_eq!(vl_builds(&w, Some(&s), &v1, &[128, 256, 512]), [all]);
         let c = compile(&w, Some(&s), &v1, &Options::default()).expect("compiles");
         assert_eq!(c.built_for_vl, None);
         // Specializing leaves code that is valid at every length alone.
@@ -117,7 +121,8 @@ fn length_agnostic_and_fixed_width_schedules_are_compiled_once() {
     }
     let generic = target("sve-generic");
     let s = schedule_file("matmul_tiled");
-    assert_eq!(vl_builds(&w, Some(&s), &generic, &[128, 2048]), [(None, vec![128, 2048])]);
+    let all = ObjectPlan { specialize: None, built_for_vl: None, vl_bits: vec![128, 2048] };
+    assert_eq!(vl_builds(&w, Some(&s), &generic, &[128, 2048]), [all]);
 }
 
 #[test]
