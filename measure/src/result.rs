@@ -117,6 +117,11 @@ pub struct VlMeasurement {
     pub emulated: Option<Emulated>,
     /// The runner (or agent) that measured it.
     pub runner: String,
+    /// The vector length the object that ran was built for (fixed-length
+    /// scalable code, compiled once per vector length); `None` for code
+    /// valid at every vector length, or when nothing ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_for_vl: Option<u32>,
 }
 
 impl VlMeasurement {
@@ -130,6 +135,7 @@ impl VlMeasurement {
             timing: None,
             emulated: None,
             runner: runner.to_string(),
+            built_for_vl: None,
         }
     }
 

@@ -238,7 +238,7 @@ fn a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one() {
             work_dir: None,
         };
         let harness = scaletune_measure::Harness::build(&req).expect("harness");
-        Built { candidate: id, artifact: format!("crafted-{id}"), harness, build_s: 0.0 }
+        Built::new(id, format!("crafted-{id}"), harness, 0.0)
     };
     let (build_doors, run_doors) = (Arc::new(Doors::default()), Arc::new(Doors::default()));
     let (tx, signs) = mpsc::channel();

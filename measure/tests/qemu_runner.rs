@@ -107,8 +107,7 @@ fn scalable_counts_fall_as_vl_rises_and_neon_counts_stay() {
         timeout: TIMEOUT,
         work_dir: None,
     };
-    let neon =
-        Built { candidate: 1, artifact: "neon".into(), harness: Harness::build(&req).expect("harness"), build_s: 0.0 };
+    let neon = Built::new(1, "neon".into(), Harness::build(&req).expect("harness"), 0.0);
     let counts: Vec<u64> = runner.measure_all(&neon, &vls).iter().map(instructions).collect();
     assert!(counts.iter().all(|&c| c == counts[0]), "{counts:?}");
 }

@@ -147,7 +147,7 @@ fn prebuilt(ids: std::ops::Range<u64>, n: usize, extra: &str, timeout: Duration)
             work_dir: None,
         };
         let harness = Harness::build(&req).expect("harness");
-        built.insert(id, Built { candidate: id, artifact: format!("crafted-{id}"), harness, build_s: 0.0 });
+        built.insert(id, Built::new(id, format!("crafted-{id}"), harness, 0.0));
         let c = Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone());
         candidates.push(c.with_timeout(timeout));
     }

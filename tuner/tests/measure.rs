@@ -146,3 +146,47 @@ fn the_qemu_runner_emulates_the_host_and_refuses_impossible_vls() {
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("--runner remote needs --farm"), "{t}");
 }
+
+/// The VL lines of a `measure` report: (VL, status word, the VL its object was built for).
+fn vl_lines(t: &str) -> Vec<(u32, String, Option<u32>)> {
+    t.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix("VL ")?;
+            let (vl, rest) = rest.trim_start().split_once(':')?;
+            let status = rest.split_whitespace().next()?.to_string();
+            let built = rest.split("(object built for VL ").nth(1).and_then(|s| s.trim_end_matches(')').parse().ok());
+            Some((vl.trim().parse().ok()?, status, built))
+        })
+        .collect()
+}
+
+#[test]
+fn a_fixed_length_schedule_is_built_for_each_vl_it_is_measured_at() {
+    // matmul_tiled on a 256-bit Neoverse V1 is fixed-length SVE: one object per VL.
+    let fixed = [
+        "measure",
+        "matmul:M=96,N=96,K=96",
+        "--target",
+        "neoverse-v1",
+        "--runner",
+        "qemu",
+        "--vl",
+        "128,256,512",
+        "--schedule",
+        "configs/schedules/matmul_tiled.trace",
+        "--no-cache",
+    ];
+    let o = scaletune(&fixed);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let ok = |vl: u32, built: Option<u32>| (vl, "ok".to_string(), built);
+    assert_eq!(vl_lines(&t), [ok(128, Some(128)), ok(256, Some(256)), ok(512, Some(512))], "{t}");
+    assert!(t.trim_end().ends_with("verdict: ok"), "{t}");
+    // A length-agnostic schedule is one object, run at every VL.
+    let mut vla = fixed;
+    vla[9] = "configs/schedules/matmul_tiled_vla.trace";
+    let o = scaletune(&vla);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert_eq!(vl_lines(&t), [ok(128, None), ok(256, None), ok(512, None)], "{t}");
+}

@@ -57,7 +57,20 @@ impl Fields {
 
 /// The cache key of the object compiled from `trace` of `workload` for `target`.
 pub fn artifact_key(workload: &Workload, target: &Target, trace: &Trace, opts: &CompileOptions) -> String {
-    artifact_key_for_build(BUILD_ID, workload, target, trace, opts)
+    artifact_key_for_build(BUILD_ID, workload, target, trace, opts, None)
+}
+
+/// The cache key of the object compiled from `trace` with fixed-length kinds
+/// specialized to `specialize_vl` bits (see `scaletune_codegen::pipeline::Options::vl_bits`);
+/// [`artifact_key`] when `None`.
+pub fn artifact_key_at_vl(
+    workload: &Workload,
+    target: &Target,
+    trace: &Trace,
+    opts: &CompileOptions,
+    specialize_vl: Option<u32>,
+) -> String {
+    artifact_key_for_build(BUILD_ID, workload, target, trace, opts, specialize_vl)
 }
 
 /// [`artifact_key`] as a build with identity `build_id` computes it.
@@ -67,6 +80,7 @@ fn artifact_key_for_build(
     target: &Target,
     trace: &Trace,
     opts: &CompileOptions,
+    specialize_vl: Option<u32>,
 ) -> String {
     let mut h = Fields::new();
     let mut field = |name: &str, value: &str| h.field(name, value);
@@ -82,6 +96,9 @@ fn artifact_key_for_build(
     field("caps", &format!("{:?}", target.caps));
     field("opt_level", &opts.opt_level.to_string());
     field("trace", &trace.to_json());
+    if let Some(vl) = specialize_vl {
+        field("specialize_vl", &vl.to_string());
+    }
     h.hex()
 }
 
@@ -213,8 +230,11 @@ mod tests {
         assert_ne!(k, artifact_key(&w, &t, &tr2, &o));
         assert_ne!(k, artifact_key(&w, &t, &tr, &CompileOptions { opt_level: 2 }));
         // Another build of codegen (or the runtime, or the harness) is another key.
-        assert_eq!(k, artifact_key_for_build(BUILD_ID, &w, &t, &tr, &o));
-        assert_ne!(k, artifact_key_for_build("0123", &w, &t, &tr, &o));
+        assert_eq!(k, artifact_key_for_build(BUILD_ID, &w, &t, &tr, &o, None));
+        assert_ne!(k, artifact_key_for_build("0123", &w, &t, &tr, &o, None));
+        assert_eq!(k, artifact_key_at_vl(&w, &t, &tr, &o, None));
+        assert_ne!(k, artifact_key_at_vl(&w, &t, &tr, &o, Some(512)));
+        assert_ne!(artifact_key_at_vl(&w, &t, &tr, &o, Some(256)), artifact_key_at_vl(&w, &t, &tr, &o, Some(512)));
         assert_eq!(BUILD_ID.len(), 32, "{BUILD_ID}");
     }
 

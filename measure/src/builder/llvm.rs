@@ -8,13 +8,13 @@
 //! checks, so no compiler subprocess is used (if one is ever found, the fix
 //! belongs in codegen's up-front checks).
 
-use super::cache::{artifact_key, ArtifactCache};
-use super::{panic_message, BuildError, Builder};
+use super::cache::{artifact_key_at_vl, ArtifactCache};
+use super::{panic_message, BuildError, Builder, VlBuild};
 use crate::candidate::Candidate;
 use crate::harness::{CheckRequest, Harness, LinkCache};
 use crate::runner::Built;
 use scaletune_codegen::llvm::CompileOptions;
-use scaletune_codegen::pipeline::{self, kernel_symbol, Emit, Options};
+use scaletune_codegen::pipeline::{self, kernel_symbol, Emit, ObjectPlan, Options};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -94,12 +94,18 @@ impl LlvmBuilder {
     /// The candidate's artifact key and kernel object: from the cache, or
     /// scheduled, lowered and compiled (then stored in the cache).
     pub fn object(&self, c: &Candidate) -> Result<(String, Vec<u8>), BuildError> {
-        let key = artifact_key(&c.workload, &c.target, &c.trace, &self.options);
+        self.object_at(c, None)
+    }
+
+    /// Like [`LlvmBuilder::object`], with fixed-length kinds specialized to
+    /// `specialize_vl` bits (`scaletune_codegen::pipeline::Options::vl_bits`).
+    pub fn object_at(&self, c: &Candidate, specialize_vl: Option<u32>) -> Result<(String, Vec<u8>), BuildError> {
+        let key = artifact_key_at_vl(&c.workload, &c.target, &c.trace, &self.options, specialize_vl);
         if let Some(object) = self.cache.as_ref().and_then(|cache| cache.get(&key)) {
             self.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok((key, object));
         }
-        let object = self.compile(c)?;
+        let object = self.compile(c, specialize_vl)?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
         if let Some(cache) = &self.cache {
             // A cache that cannot be written only costs time later.
@@ -111,8 +117,8 @@ impl LlvmBuilder {
     }
 
     /// The one compile pipeline (object only), with panics caught.
-    fn compile(&self, c: &Candidate) -> Result<Vec<u8>, BuildError> {
-        let opts = Options { llvm: self.options.clone(), emit: Emit::OBJECT, vl_bits: None };
+    fn compile(&self, c: &Candidate, specialize_vl: Option<u32>) -> Result<Vec<u8>, BuildError> {
+        let opts = Options { llvm: self.options.clone(), emit: Emit::OBJECT, vl_bits: specialize_vl };
         let run = || -> Result<Vec<u8>, BuildError> {
             Ok(pipeline::compile(&c.workload, Some(&c.trace), &c.target, &opts)?.object)
         };
@@ -124,15 +130,22 @@ impl LlvmBuilder {
         })
     }
 
-    fn build_inner(&self, c: &Candidate) -> Result<Built, BuildError> {
+    /// Builds the object of `plan` and links its harness, for a target that
+    /// runs at the plan's vector lengths (the candidate's, moved to the
+    /// plan's vector length when the object is specialized to it).
+    fn build_plan(&self, c: &Candidate, plan: &ObjectPlan) -> Result<Built, BuildError> {
         let start = Instant::now();
-        let (artifact, object) = self.object(c)?;
+        let target = match plan.specialize {
+            Some(vl) => pipeline::target_at_vl(&c.target, vl)?,
+            None => (*c.target).clone(),
+        };
+        let (artifact, object) = self.object_at(c, plan.specialize)?;
         let symbol = kernel_symbol(&c.workload);
         // A vector length the target cannot run at fails that run, not the build.
-        let vl_bits = c.vls().into_iter().filter(|&vl| c.target.vscale_for_vl(vl).is_ok()).collect();
+        let vl_bits = plan.vl_bits.iter().copied().filter(|&vl| target.vscale_for_vl(vl).is_ok()).collect();
         let req = CheckRequest {
             workload: &c.workload,
-            target: &c.target,
+            target: &target,
             object: &object,
             symbol: &symbol,
             vl_bits,
@@ -147,7 +160,16 @@ impl LlvmBuilder {
         if harness.executable_from_cache() {
             self.executable_hits.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(Built { candidate: c.id, artifact, harness, build_s: start.elapsed().as_secs_f64() })
+        let mut built = Built::new(c.id, artifact, harness, start.elapsed().as_secs_f64());
+        built.built_for_vl = plan.built_for_vl;
+        Ok(built)
+    }
+
+    fn counted(&self, r: Result<Built, BuildError>) -> Result<Built, BuildError> {
+        if r.is_err() {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        r
     }
 }
 
@@ -158,11 +180,18 @@ impl Default for LlvmBuilder {
 }
 
 impl Builder for LlvmBuilder {
+    /// One object for every vector length of the candidate.
     fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
-        let r = self.build_inner(c);
-        if r.is_err() {
-            self.failed.fetch_add(1, Ordering::Relaxed);
-        }
-        r
+        let plan = ObjectPlan { specialize: None, built_for_vl: None, vl_bits: c.vls() };
+        self.counted(self.build_plan(c, &plan))
+    }
+
+    /// One object per vector length for a fixed-length scalable kind (each
+    /// compiled for its length), else one for all (see `pipeline::vl_builds`).
+    fn build_all(&self, c: &Candidate) -> Vec<VlBuild> {
+        pipeline::vl_builds(&c.workload, Some(&c.trace), &c.target, &c.vls())
+            .into_iter()
+            .map(|plan| VlBuild { result: self.counted(self.build_plan(c, &plan)), vl_bits: plan.vl_bits })
+            .collect()
     }
 }

@@ -12,7 +12,7 @@ mod cache;
 mod llvm;
 mod pool;
 
-pub use cache::{artifact_key, executable_key, ArtifactCache, BUILD_ID};
+pub use cache::{artifact_key, artifact_key_at_vl, executable_key, ArtifactCache, BUILD_ID};
 pub use llvm::{BuildStats, LlvmBuilder};
 pub(crate) use pool::{BuildHook, BuildPhase};
 pub use pool::{BuildOutcome, BuilderPool};
@@ -33,6 +33,23 @@ pub trait Builder: Send + Sync {
     /// Builds the candidate. A failure is an `Err`, never a panic (a panic is
     /// caught by the pool and reported as [`BuildError::Panic`] anyway).
     fn build(&self, candidate: &Candidate) -> Result<Built, BuildError>;
+
+    /// Everything the candidate needs to run at all its vector lengths: one
+    /// [`VlBuild`] per object, each with the vector lengths it runs at. The
+    /// default is one [`Builder::build`] for all of them; [`LlvmBuilder`]
+    /// compiles a fixed-length scalable kind once per vector length.
+    fn build_all(&self, candidate: &Candidate) -> Vec<VlBuild> {
+        vec![VlBuild { vl_bits: candidate.vls(), result: self.build(candidate) }]
+    }
+}
+
+/// One object of a candidate and the vector lengths it runs at.
+#[derive(Debug)]
+pub struct VlBuild {
+    /// The vector lengths this build runs at.
+    pub vl_bits: Vec<u32>,
+    /// The built harness, or why there is none.
+    pub result: Result<Built, BuildError>,
 }
 
 /// Why a candidate could not be built.

@@ -1,6 +1,6 @@
 //! The builder pool: a fixed number of workers running a [`Builder`] on tokio's blocking pool.
 
-use super::{panic_message, BuildError, Builder};
+use super::{panic_message, BuildError, Builder, VlBuild};
 use crate::candidate::Candidate;
 use crate::runner::Built;
 use std::collections::VecDeque;
@@ -14,10 +14,19 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 pub struct BuildOutcome {
     /// The candidate.
     pub candidate: Candidate,
-    /// The built harness, or why there is none.
-    pub result: Result<Built, BuildError>,
+    /// Its builds (one per object, see [`Builder::build_all`]; never empty).
+    pub builds: Vec<VlBuild>,
     /// Seconds the build took (as seen by the pool).
     pub build_s: f64,
+}
+
+impl BuildOutcome {
+    /// The first build's result: the only one unless the candidate is
+    /// fixed-length code measured at several vector lengths.
+    pub fn result(self) -> Result<Built, BuildError> {
+        let first = self.builds.into_iter().next();
+        first.map(|b| b.result).unwrap_or_else(|| Err(BuildError::Other("the builder built nothing".into())))
+    }
 }
 
 /// When a build starts or ends (for a farm's timeline).
@@ -129,13 +138,15 @@ impl BuilderPool {
 async fn build_on_blocking_pool(builder: Arc<dyn Builder>, candidate: Candidate) -> BuildOutcome {
     let start = Instant::now();
     let c = candidate.clone();
-    let joined = tokio::task::spawn_blocking(move || catch_unwind(AssertUnwindSafe(|| builder.build(&c)))).await;
-    let result = match joined {
-        Ok(Ok(r)) => r,
+    let joined = tokio::task::spawn_blocking(move || catch_unwind(AssertUnwindSafe(|| builder.build_all(&c)))).await;
+    let failed = |e: BuildError| vec![VlBuild { vl_bits: candidate.vls(), result: Err(e) }];
+    let builds = match joined {
+        Ok(Ok(b)) if !b.is_empty() => b,
+        Ok(Ok(_)) => failed(BuildError::Other("the builder built nothing".into())),
         Ok(Err(payload)) => {
-            Err(BuildError::Panic { stage: "the builder".into(), message: panic_message(payload.as_ref()) })
+            failed(BuildError::Panic { stage: "the builder".into(), message: panic_message(payload.as_ref()) })
         }
-        Err(e) => Err(BuildError::Panic { stage: "the builder task".into(), message: e.to_string() }),
+        Err(e) => failed(BuildError::Panic { stage: "the builder task".into(), message: e.to_string() }),
     };
-    BuildOutcome { candidate, result, build_s: start.elapsed().as_secs_f64() }
+    BuildOutcome { candidate, builds, build_s: start.elapsed().as_secs_f64() }
 }

@@ -62,7 +62,6 @@ struct Ready {
 
 /// What is known about a candidate that is not done yet.
 struct Progress {
-    target: Arc<Target>,
     /// Every vector length, in the requested order.
     vls: Vec<u32>,
     /// The vector lengths some runner accepts.
@@ -161,7 +160,6 @@ impl Coordinator {
                 .map(|&vl| VlMeasurement::unmeasured(vl, "farm", self.roster.unmeasured_reason(&c.target, vl)))
                 .collect();
             let p = Progress {
-                target: Arc::clone(&c.target),
                 vls: vls.clone(),
                 outstanding: runnable.len(),
                 runnable,
@@ -187,26 +185,50 @@ impl Coordinator {
         to_build
     }
 
+    /// Queues each object of a built candidate for its vector lengths. A
+    /// candidate whose every build failed is a `build_error`; when only some
+    /// of its objects failed (fixed-length code compiled per vector length),
+    /// their vector lengths are.
     fn on_built(&mut self, outcome: BuildOutcome, permit: Option<OwnedSemaphorePermit>) {
         let id = outcome.candidate.id;
-        match outcome.result {
-            Err(e) => {
-                self.progress.remove(&id);
-                self.log.record(id, EventKind::Done, None, &[]);
-                self.send(Measurement::build_error(id, e.to_string(), outcome.build_s));
+        if outcome.builds.iter().all(|b| b.result.is_err()) {
+            let why: Vec<String> =
+                outcome.builds.into_iter().filter_map(|b| b.result.err()).map(|e| e.to_string()).collect();
+            self.progress.remove(&id);
+            self.log.record(id, EventKind::Done, None, &[]);
+            self.send(Measurement::build_error(id, why.join("; "), outcome.build_s));
+            return;
+        }
+        let Some(p) = self.progress.get_mut(&id) else { return };
+        p.build_s = outcome.build_s;
+        let mut failed = Vec::new();
+        let mut permit = permit;
+        for b in outcome.builds {
+            let pending: Vec<u32> = p.runnable.iter().copied().filter(|vl| b.vl_bits.contains(vl)).collect();
+            match b.result {
+                Err(e) => failed.extend(pending.into_iter().map(|vl| (vl, e.to_string()))),
+                Ok(built) => {
+                    if p.artifact.is_empty() {
+                        p.artifact = built.artifact.clone();
+                    }
+                    if pending.is_empty() {
+                        continue;
+                    }
+                    // The object runs on the target it was linked for (moved to
+                    // its vector length when specialized to one).
+                    let target = Arc::new(built.harness.target().clone());
+                    self.ready.push_back(Ready {
+                        candidate: id,
+                        built: Arc::new(built),
+                        target,
+                        pending,
+                        _permit: permit.take(),
+                    });
+                }
             }
-            Ok(built) => {
-                let Some(p) = self.progress.get_mut(&id) else { return };
-                p.artifact = built.artifact.clone();
-                p.build_s = built.build_s;
-                self.ready.push_back(Ready {
-                    candidate: id,
-                    built: Arc::new(built),
-                    target: Arc::clone(&p.target),
-                    pending: p.runnable.clone(),
-                    _permit: permit,
-                });
-            }
+        }
+        for (vl, why) in failed {
+            self.record(id, VlMeasurement::bare(vl, Status::BuildError, "builder", why));
         }
     }
 
@@ -279,7 +301,8 @@ impl Coordinator {
         match outcome {
             Ok(ms) => {
                 self.roster.on_success(r);
-                for m in assemble(&self.roster.runner(r).name(), &vls, ms) {
+                for mut m in assemble(&self.roster.runner(r).name(), &vls, ms) {
+                    m.built_for_vl = built.built_for_vl;
                     self.record(candidate, m);
                 }
             }
@@ -311,7 +334,7 @@ impl Coordinator {
             }
             return;
         }
-        let target = Arc::clone(&p.target);
+        let target = Arc::new(built.harness.target().clone());
         self.ready.push_front(Ready { candidate, built, target, pending: vls, _permit: None });
     }
 

@@ -12,7 +12,9 @@ pub mod qemu;
 pub mod remote;
 
 /// A candidate ready to run: its linked harness (driver + kernel + inputs +
-/// reference) and the content hash of its artifact.
+/// reference) and the content hash of its artifact. A candidate with a
+/// fixed-length scalable kind measured at several vector lengths has one
+/// `Built` per vector length (see [`crate::builder::Builder::build_all`]).
 #[derive(Debug)]
 pub struct Built {
     /// Candidate id within its batch.
@@ -23,6 +25,16 @@ pub struct Built {
     pub harness: Harness,
     /// Seconds the build took.
     pub build_s: f64,
+    /// The vector length the kernel object is only valid at (fixed-length
+    /// scalable code); `None` for code valid at every vector length.
+    pub built_for_vl: Option<u32>,
+}
+
+impl Built {
+    /// A harness valid at every vector length of its target.
+    pub fn new(candidate: u64, artifact: String, harness: Harness, build_s: f64) -> Built {
+        Built { candidate, artifact, harness, build_s, built_for_vl: None }
+    }
 }
 
 /// Something that can execute built candidates.

@@ -68,6 +68,7 @@ impl NativeRunner {
             timing: None,
             emulated: None,
             runner: self.name.clone(),
+            built_for_vl: None,
         };
         if !built.harness.target().is_native() {
             m.message = format!("target `{}` does not run natively on this machine", built.harness.target().name);

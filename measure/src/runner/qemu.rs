@@ -35,9 +35,12 @@
 //! VL is 256) runs the same kernel object, linked again into a harness whose
 //! target allows that VL: it measures a hypothetical `neoverse-v1` with
 //! that vector length (same code, same llvm-mca model). Length-agnostic
-//! code (`sve-vla`, NEON) is correct at every VL; code compiled for the
-//! target's fixed VL usually is not, and the correctness check says so.
-//! [`VlPolicy::Target`] refuses such VLs instead.
+//! code (`sve-vla`, NEON) is correct at every VL. Code of a fixed-length
+//! kind is only valid at the VL it was compiled for: the LLVM builder
+//! compiles it once per VL (`Builder::build_all`), each object linked for
+//! the target moved to its VL, so it reaches this runner already built for
+//! the VL it runs at. [`VlPolicy::Target`] refuses VLs outside the target's
+//! range instead.
 //!
 //! # Emulating the host
 //!
@@ -250,6 +253,7 @@ impl QemuRunner {
             timing: None,
             emulated: None,
             runner: self.name.clone(),
+            built_for_vl: None,
         };
         let target = built.harness.target();
         let harness = match self.run_target(target, vl_bits) {

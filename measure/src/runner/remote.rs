@@ -343,6 +343,7 @@ fn judge(
                 timing: None,
                 emulated: None,
                 runner: runner.to_string(),
+                built_for_vl: None,
             };
             let Some(run) = resp.runs.iter().find(|r| r.vl_bits == vl) else { return m };
             let external = ExternalRun {

@@ -65,7 +65,7 @@ pub fn crafted_built(id: u64, w: &Workload, t: &Target, source: &str, timeout: D
         work_dir: None,
     };
     let harness = Harness::build(&req).unwrap_or_else(|e| panic!("harness: {e}"));
-    Built { candidate: id, artifact: format!("crafted-{id}"), harness, build_s: 0.0 }
+    Built::new(id, format!("crafted-{id}"), harness, 0.0)
 }
 
 /// `Y = s * (A + B)` over N elements, then `extra` (a statement with access to `calls`, the call count).

@@ -328,7 +328,11 @@ fn describe_run(r: &VlMeasurement) -> String {
     if r.max_abs_err.is_finite() {
         let _ = write!(s, ", max |error| {:.2e}", r.max_abs_err);
     }
-    let _ = writeln!(s, " [{}]", r.runner);
+    let _ = write!(s, " [{}]", r.runner);
+    if let Some(vl) = r.built_for_vl {
+        let _ = write!(s, " (object built for VL {vl})");
+    }
+    s.push('\n');
     if let Some(t) = &r.timing {
         let each: Vec<String> = t.repeats_s.iter().map(|&x| format_seconds(x)).collect();
         let _ = writeln!(s, "            repeats (per call): {}", each.join(", "));
