@@ -3,8 +3,9 @@
 //! A [`Candidate`] (workload + target + trace) is built by a [`Builder`]
 //! ([`LlvmBuilder`]: schedule, lower, LLVM, link; objects cached by content
 //! hash) into a [`Built`] harness, which a [`Runner`] ([`NativeRunner`], [`QemuRunner`], ...)
-//! checks and measures. The [`Farm`] overlaps builders and runners for a
-//! batch and streams back one [`Measurement`] per candidate.
+//! checks and measures. The [`Farm`], the one scheduler, overlaps builders
+//! and runners for a batch and streams back one [`Measurement`] per
+//! candidate (candidates built beforehand go through it with [`Prebuilt`]).
 //!
 //! The [`harness`] links a compiled kernel object with a small generated C
 //! driver, runs the executable natively or under QEMU user mode at a
@@ -40,7 +41,6 @@
 pub mod agent;
 pub mod builder;
 pub mod candidate;
-pub mod dispatch;
 pub mod emulation;
 pub mod farm;
 pub mod farm_config;
@@ -50,7 +50,7 @@ pub mod result;
 pub mod runner;
 pub mod stats;
 
-pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder};
+pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder, Prebuilt};
 pub use candidate::Candidate;
 pub use farm::{Batch, BatchReport, Farm, Timeline};
 pub use harness::{

@@ -13,20 +13,17 @@ use common::{compile_c, matmul_traces, scale_add_c, scale_add_traces, target, wo
 use scaletune_codegen::target::Target;
 use scaletune_measure::agent::api::{AgentInfo, RunRequest, RunResponse, API_VERSION};
 use scaletune_measure::agent::{Agent, AgentConfig, TlsIdentity, Token};
-use scaletune_measure::builder::{BuildError, Builder};
-use scaletune_measure::dispatch::Dispatcher;
 use scaletune_measure::farm::EventKind;
 use scaletune_measure::harness::ProcessEnding;
-use scaletune_measure::runner::health::Health;
 use scaletune_measure::runner::remote::{AgentEndpoint, RemoteError};
 use scaletune_measure::runner::FaultKind;
 use scaletune_measure::{
-    Built, Candidate, CheckRequest, Farm, FaultPolicy, Harness, LlvmBuilder, RemoteRunner, Runner, Status,
+    Built, Candidate, CheckRequest, Farm, FaultPolicy, Harness, LlvmBuilder, Prebuilt, RemoteRunner, Runner, Status,
     TimingProtocol,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "test-token-4f1d2c9a7b3e8d6f";
@@ -120,20 +117,22 @@ fn patient() -> FaultPolicy {
     }
 }
 
-/// Hands out harnesses built before the batch.
-struct Prebuilt(Mutex<HashMap<u64, Built>>);
-
-impl Builder for Prebuilt {
-    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
-        self.0.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness for {}", c.id)))
-    }
-}
-
 /// Harnesses of one C kernel (compiled once) for candidates `ids` of `scale_add:N=n`.
 fn prebuilt(ids: std::ops::Range<u64>, n: usize, extra: &str, timeout: Duration) -> (Vec<Candidate>, Prebuilt) {
+    let (candidates, built) = prebuilt_harnesses(ids, n, extra, timeout);
+    (candidates, Prebuilt::new(built))
+}
+
+/// [`prebuilt`]'s candidates and harnesses, in id order.
+fn prebuilt_harnesses(
+    ids: std::ops::Range<u64>,
+    n: usize,
+    extra: &str,
+    timeout: Duration,
+) -> (Vec<Candidate>, Vec<Built>) {
     let (w, t) = (workload(&format!("scale_add:N={n}")), target("host"));
     let object = compile_c(&t, &scale_add_c(n, extra));
-    let mut built = HashMap::new();
+    let mut built = Vec::new();
     let mut candidates = Vec::new();
     for id in ids {
         let req = CheckRequest {
@@ -147,11 +146,11 @@ fn prebuilt(ids: std::ops::Range<u64>, n: usize, extra: &str, timeout: Duration)
             work_dir: None,
         };
         let harness = Harness::build(&req).expect("harness");
-        built.insert(id, Built::new(id, format!("crafted-{id}"), harness, 0.0));
+        built.push(Built::new(id, format!("crafted-{id}"), harness, 0.0));
         let c = Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone());
         candidates.push(c.with_timeout(timeout));
     }
-    (candidates, Prebuilt(Mutex::new(built)))
+    (candidates, built)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -309,7 +308,7 @@ async fn stopping_an_agent_mid_batch_moves_its_work_to_another() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crash_on_a_live_agent_is_the_candidates_own_fault() {
+async fn prebuilt_crashes_and_hangs_on_live_agents_are_the_candidates_own_results() {
     const SEGV: u64 = 0;
     const HANG: u64 = 1;
     let (w, t) = (workload("scale_add:N=64"), target("host"));
@@ -320,24 +319,26 @@ async fn a_crash_on_a_live_agent_is_the_candidates_own_fault() {
         _ => scale_add_c(64, ""),
     };
     let timeout_of = |id: u64| if id == HANG { Duration::from_millis(800) } else { timeout };
-    let work: Vec<(Arc<Built>, Vec<u32>)> = (0..5)
-        .map(|id| (Arc::new(common::crafted_built(id, &w, &t, &source(id), timeout_of(id))), t.default_vl_bits.clone()))
-        .collect();
+    let built: Vec<Built> = (0..5).map(|id| common::crafted_built(id, &w, &t, &source(id), timeout_of(id))).collect();
+    let candidates: Vec<Candidate> =
+        (0..5).map(|id| Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone())).collect();
     let (a, b) = (TestAgent::start(1, None), TestAgent::start(1, None));
     let mut gone = TestAgent::start(1, None);
     let gone_runner = connect(&gone, "gone", quick()).await;
     gone.kill();
-    // The dead agent comes first, so the dispatcher tries it first.
+    // The dead agent comes first, so the farm tries it first.
     let runners: Vec<Arc<dyn Runner>> = vec![
         Arc::new(gone_runner),
         Arc::new(connect(&a, "a", quick()).await),
         Arc::new(connect(&b, "b", quick()).await),
     ];
     let quick_probes = FaultPolicy { probes: 2, probe_backoff: Duration::from_millis(10), ..patient() };
-    let dispatcher = Arc::new(Dispatcher::with_fault_policy(runners, quick_probes));
-    let ms = dispatcher.run_all(work).await;
-    assert_eq!(ms.len(), 5);
-    for m in &ms {
+    let prebuilt = Arc::new(Prebuilt::new(built));
+    let farm = Farm::new(prebuilt.clone(), 1, runners).with_fault_policy(quick_probes);
+    let report = farm.measure(candidates).await;
+    assert_eq!(prebuilt.remaining(), 0, "every prebuilt harness was handed out");
+    assert_eq!(report.measurements.len(), 5);
+    for m in &report.measurements {
         let run = &m.runs[0];
         assert!(run.runner == "agent@a" || run.runner == "agent@b", "{m:?}");
         match m.candidate {
@@ -354,11 +355,11 @@ async fn a_crash_on_a_live_agent_is_the_candidates_own_fault() {
     }
     // One run per candidate on the live agents: the crash and the hang were not retried elsewhere.
     assert_eq!(a.agent.runs_started() + b.agent.runs_started(), 5);
-    // The dead agent is being re-probed or taken out; the live ones are up.
-    let health = dispatcher.health();
-    assert_eq!(health[0].0, "agent@gone");
-    assert_ne!(health[0].1, Health::Up, "{health:?}");
-    assert!(health[1..].iter().all(|(_, h)| *h == Health::Up), "{health:?}");
+    let runs_of = |id: u64| report.timeline.of(id).iter().filter(|e| e.kind == EventKind::RunEnd).count();
+    assert!((0..5).all(|id| runs_of(id) == 1), "{:#?}", report.timeline);
+    // Only the dead agent faulted, and at least once (it was tried first).
+    let faults: Vec<_> = report.timeline.events.iter().filter(|e| e.kind == EventKind::RunnerFault).collect();
+    assert!(!faults.is_empty() && faults.iter().all(|e| e.runner.as_deref() == Some("agent@gone")), "{faults:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -462,9 +463,8 @@ async fn extra_runs_wait_for_a_slot_and_waiting_is_not_run_time() {
     // One slot; each run is 4 calls of a 100 ms kernel (about 0.4 s); the
     // timeout is 1 s; three runs at once, so the last waits about 0.8 s.
     let timeout = Duration::from_secs(1);
-    let (_, builder) = prebuilt(0..3, 128, "usleep(100000);", timeout);
-    let built: Vec<Arc<Built>> =
-        (0..3).map(|id| Arc::new(builder.0.lock().expect("lock").remove(&id).expect("built"))).collect();
+    let (_, built) = prebuilt_harnesses(0..3, 128, "usleep(100000);", timeout);
+    let built: Vec<Arc<Built>> = built.into_iter().map(Arc::new).collect();
     let agent = TestAgent::start(1, None);
     let runner = Arc::new(connect(&agent, "a", calls(3)).await);
     let vl = target("host").default_vl_bits[0];

@@ -11,11 +11,13 @@
 mod cache;
 mod llvm;
 mod pool;
+mod prebuilt;
 
 pub use cache::{artifact_key, artifact_key_at_vl, executable_key, ArtifactCache, BUILD_ID};
 pub use llvm::{BuildStats, LlvmBuilder};
 pub(crate) use pool::{BuildHook, BuildPhase};
 pub use pool::{BuildOutcome, BuilderPool};
+pub use prebuilt::Prebuilt;
 
 use crate::candidate::Candidate;
 use crate::harness::HarnessError;
@@ -27,8 +29,9 @@ use scaletune_space::trace::TraceError;
 use thiserror::Error;
 
 /// Turns one candidate into a [`Built`] harness. Called on a blocking thread;
-/// may take seconds. Implementations other than [`LlvmBuilder`] exist for
-/// tests (hand-written kernels) and could compile elsewhere.
+/// may take seconds. Besides [`LlvmBuilder`], [`Prebuilt`] hands out
+/// harnesses built beforehand; others exist in tests (hand-written kernels)
+/// and could compile elsewhere.
 pub trait Builder: Send + Sync {
     /// Builds the candidate. A failure is an `Err`, never a panic (a panic is
     /// caught by the pool and reported as [`BuildError::Panic`] anyway).

@@ -21,8 +21,7 @@
 //! A runner that reports a [`RunnerFault`](crate::runner::RunnerFault) from
 //! `try_run` gets its work put back at the front of the queue for any
 //! runner that is up, and is suspended, re-probed or taken out by the
-//! fault's kind ([`crate::runner::health`], shared with the
-//! [`Dispatcher`](crate::dispatch::Dispatcher)): an agent without a free
+//! fault's kind ([`crate::runner::health`]): an agent without a free
 //! slot rests and gets work again; one that vanished is probed with backoff
 //! and comes back if it answers; work waits for a suspended runner that
 //! accepts it and is `unmeasured` only when none is left, or after its

@@ -1,8 +1,6 @@
 //! Runner health during a batch: which runners get work, what a [`RunnerFault`] does to a runner, and the probes that bring one back.
 //!
-//! Shared by the farm's coordinator and the
-//! [`Dispatcher`](crate::dispatch::Dispatcher), so that both treat faults
-//! the same way:
+//! Used by the farm's coordinator, the one place that hands work to runners:
 //!
 //! ```text
 //!   Up ──Busy fault──────▶ Suspended (resting busy_backoff, doubling while it stays busy) ──▶ Up
@@ -113,18 +111,9 @@ impl Roster {
         &self.policy
     }
 
-    pub(crate) fn health(&self) -> &[Health] {
-        &self.health
-    }
-
     /// True if runner `r` gets work now.
     pub(crate) fn is_up(&self, r: usize) -> bool {
         self.health[r] == Health::Up
-    }
-
-    /// True if runner `r` is up and accepts `target` at `vl`.
-    pub(crate) fn up_and_accepts(&self, r: usize, target: &Target, vl: u32) -> bool {
-        self.is_up(r) && self.runners[r].accepts(target, vl)
     }
 
     /// True if some runner that is not down accepts `target` at `vl` (a
@@ -342,6 +331,6 @@ mod tests {
         assert!(why.starts_with("no runner left") && why.contains("connection reset"), "{why}");
         let mut roster = Roster::new(vec![flaky(0, false) as Arc<dyn Runner>], quick());
         assert_eq!(roster.on_fault(0, &RunnerFault::refused("flaky", "401")), FollowUp::Nothing);
-        assert!(matches!(roster.health()[0], Health::Down { .. }));
+        assert!(matches!(roster.health[0], Health::Down { .. }));
     }
 }

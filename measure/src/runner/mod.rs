@@ -56,9 +56,8 @@ pub trait Runner: Send + Sync {
 
     /// Like [`Runner::run`], but tells a fault of the runner itself (an agent
     /// that disappeared mid-run, or had no free slot) from the candidate's
-    /// own results: on `Err`, the farm and the
-    /// [`Dispatcher`](crate::dispatch::Dispatcher) give the work to another
-    /// runner that accepts it and deal with this one by the fault's
+    /// own results: on `Err`, the farm gives the work to another
+    /// runner that accepts it and deals with this one by the fault's
     /// [`FaultKind`] (see [`health`]). Runners that cannot fail that way keep
     /// the default.
     async fn try_run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Result<Vec<VlMeasurement>, RunnerFault> {

@@ -12,9 +12,7 @@
 //! and parses the timing report, exactly as the native runner does locally.
 //!
 //! Faults: [`Runner::try_run`] returns a [`RunnerFault`] when the agent
-//! itself failed, so that the farm or the
-//! [`Dispatcher`](crate::dispatch::Dispatcher) gives the work to another
-//! agent, of a [`FaultKind`] that says what to do with this one:
+//! itself failed, so that the farm gives the work to another agent, of a [`FaultKind`] that says what to do with this one:
 //! `Unreachable` for a connection refused or reset, the HTTP request's own
 //! deadline, a truncated answer, 408 or a 5xx other than 503 (the agent is
 //! re-probed with [`Runner::probe`], `GET /info`, which must answer what it
