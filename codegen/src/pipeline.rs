@@ -60,9 +60,10 @@ pub struct Options {
 /// A failure of one stage, naming it.
 #[derive(Debug, Error)]
 pub enum CompileError {
-    /// The trace does not apply to the workload's nest.
+    /// The trace does not apply to the workload's nest (the error is part
+    /// of the message, not a chained source, so it is printed once).
     #[error("schedule: {0}")]
-    Schedule(#[from] TraceError),
+    Schedule(TraceError),
     /// The vector length to specialize for is not a multiple of the granule.
     #[error("cannot specialize {kind} vectors to {vl_bits} bits: not a multiple of the {granule_bits}-bit granule")]
     BadVectorLength {
@@ -79,6 +80,12 @@ pub enum CompileError {
     /// LLVM failed.
     #[error(transparent)]
     Llvm(#[from] LlvmError),
+}
+
+impl From<TraceError> for CompileError {
+    fn from(e: TraceError) -> CompileError {
+        CompileError::Schedule(e)
+    }
 }
 
 /// Every stage of one compilation.

@@ -185,18 +185,6 @@ impl FarmConfig {
         }
         Ok((up, down))
     }
-
-    /// [`FarmConfig::connect`] on a runtime of its own, for callers without one.
-    pub fn connect_blocking(
-        &self,
-        protocol: &TimingProtocol,
-    ) -> Result<(Vec<RemoteRunner>, Vec<RemoteError>), FarmConfigError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|source| FarmConfigError::Io { file: "(tokio runtime)".into(), source })?;
-        rt.block_on(self.connect(protocol))
-    }
 }
 
 #[cfg(test)]

@@ -53,11 +53,10 @@ pub mod stats;
 pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder, Prebuilt};
 pub use candidate::Candidate;
 pub use farm::{Batch, BatchReport, Farm, Timeline};
-pub use harness::{
-    check, driver_source, CheckRequest, Harness, HarnessError, RunCheck, RunOptions, RunOutput, RunStatus,
-};
+pub use harness::{check, driver_source, CheckRequest, Harness, HarnessError, RunCheck, RunOptions, RunOutput};
 pub use protocol::TimingProtocol;
 pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
+pub use runner::check::CheckRunner;
 pub use runner::health::FaultPolicy;
 pub use runner::native::NativeRunner;
 pub use runner::qemu::{QemuRunner, VlPolicy};

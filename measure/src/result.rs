@@ -122,6 +122,10 @@ pub struct VlMeasurement {
     /// valid at every vector length, or when nothing ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built_for_vl: Option<u32>,
+    /// Wall time of the run's process in seconds (under QEMU: emulation
+    /// time, not kernel time); 0 when nothing ran or the runner does not say.
+    #[serde(default)]
+    pub wall_s: f64,
 }
 
 impl VlMeasurement {
@@ -136,6 +140,7 @@ impl VlMeasurement {
             emulated: None,
             runner: runner.to_string(),
             built_for_vl: None,
+            wall_s: 0.0,
         }
     }
 

@@ -548,12 +548,3 @@ async fn a_runner_that_answers_its_probe_or_was_busy_gets_work_again() {
         }
     }
 }
-
-#[test]
-fn measure_blocking_needs_no_runtime() {
-    let (w, t) = (workload("matmul:M=8,N=20,K=5"), target("host"));
-    let c = Candidate::new(0, w, t, matmul_traces()[1].clone());
-    let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, natives(1, quick()));
-    let report = farm.measure_blocking(vec![c]).expect("runtime");
-    assert_eq!(report.measurements[0].status, Status::Ok, "{:?}", report.measurements[0]);
-}

@@ -1,7 +1,7 @@
 //! End-to-end tests of the correctness harness: small C kernels compiled with clang-19, run natively and under QEMU.
 
 use scaletune_codegen::target::Target;
-use scaletune_measure::{check, CheckRequest, Harness, HarnessError, RunCheck, RunStatus};
+use scaletune_measure::{check, CheckRequest, Harness, HarnessError, RunCheck, Status};
 use scaletune_space::workload::{load, Workload};
 use std::path::Path;
 use std::process::Command;
@@ -61,7 +61,7 @@ fn host_vl(t: &Target) -> u32 {
 
 fn assert_ok(runs: &[RunCheck]) {
     for r in runs {
-        assert_eq!(r.status, RunStatus::Ok, "VL {}: {}", r.vl_bits, r.message);
+        assert_eq!(r.status, Status::Ok, "VL {}: {}", r.vl_bits, r.message);
         assert!(r.max_abs_err.is_finite(), "VL {}: {}", r.vl_bits, r.message);
         assert!(!r.comparisons.is_empty() && r.comparisons.iter().all(|c| c.passed()));
     }
@@ -178,7 +178,7 @@ fn one_wrong_element_is_named() {
     let obj = compile(&t, &matmul_source(5, 7, 3, "c[2 * N + 3] += 0.5f;"));
     let runs = check(&request(&w, &t, &obj, vec![])).expect("harness builds");
     let r = &runs[0];
-    assert_eq!(r.status, RunStatus::WrongResult, "{}", r.message);
+    assert_eq!(r.status, Status::WrongResult, "{}", r.message);
     assert_eq!(r.comparisons.len(), 1);
     assert_eq!(r.comparisons[0].mismatches, 1);
     assert_eq!(r.comparisons[0].first_mismatch.map(|m| m.0), Some(17));
@@ -195,7 +195,7 @@ fn an_unwritten_element_is_caught_by_the_poison() {
     let obj = compile(&t, &scale_add_plain(64, "N - 1", ""));
     let runs = check(&request(&w, &t, &obj, vec![128])).expect("harness builds");
     let r = &runs[0];
-    assert_eq!(r.status, RunStatus::WrongResult, "{}", r.message);
+    assert_eq!(r.status, Status::WrongResult, "{}", r.message);
     assert_eq!(r.comparisons[0].mismatches, 1);
     assert!(r.message.contains("flat index 63 = Y[63]: got NaN"), "{}", r.message);
 }
@@ -210,7 +210,7 @@ fn a_segfault_is_a_run_error_naming_the_signal() {
         let vl = host_vl(&t);
         let runs = check(&request(&w, &t, &obj, vec![vl])).expect("harness builds");
         let r = &runs[0];
-        assert_eq!(r.status, RunStatus::RunError, "{name}: {}", r.message);
+        assert_eq!(r.status, Status::RunError, "{name}: {}", r.message);
         assert!(r.message.contains("SIGSEGV"), "{name}: {}", r.message);
         assert!(r.comparisons.is_empty() && r.max_abs_err.is_nan());
     }
@@ -228,7 +228,7 @@ fn an_infinite_loop_times_out() {
         req.timeout = timeout;
         let runs = check(&req).expect("harness builds");
         let r = &runs[0];
-        assert_eq!(r.status, RunStatus::Timeout, "{name}: {}", r.message);
+        assert_eq!(r.status, Status::Timeout, "{name}: {}", r.message);
         assert!(r.wall_time >= timeout && r.wall_time < timeout + Duration::from_secs(3), "{:?}", r.wall_time);
         assert!(r.message.contains("timed out"), "{}", r.message);
     }
@@ -250,7 +250,7 @@ fn an_impossible_vector_length_is_an_error() {
     let obj = compile(&t, &src);
     let harness = Harness::build(&request(&w, &t, &obj, vec![128])).expect("harness builds");
     let r = harness.run(96);
-    assert_eq!(r.status, RunStatus::RunError);
+    assert_eq!(r.status, Status::RunError);
     assert!(r.message.contains("96"), "{}", r.message);
 }
 
@@ -281,7 +281,7 @@ fn writes_outside_the_outputs_are_caught() {
         let obj = compile(&t, &scale_add_plain(40, "N", extra));
         let runs = check(&request(&w, &t, &obj, vec![])).expect("harness builds");
         let r = &runs[0];
-        assert_eq!(r.status, RunStatus::RunError, "{extra}: {}", r.message);
+        assert_eq!(r.status, Status::RunError, "{extra}: {}", r.message);
         assert!(r.message.contains(expected), "{extra}: {}", r.message);
     }
 }
@@ -301,8 +301,8 @@ void kernel(float *a, float *b, float *y, float s) {
     let t = target("sve-generic");
     let obj = compile(&t, src);
     let runs = check(&request(&w, &t, &obj, vec![128, 512])).expect("harness builds");
-    assert_eq!(runs[0].status, RunStatus::Ok, "{}", runs[0].message);
-    assert_eq!(runs[1].status, RunStatus::RunError, "{}", runs[1].message);
+    assert_eq!(runs[0].status, Status::Ok, "{}", runs[0].message);
+    assert_eq!(runs[1].status, Status::RunError, "{}", runs[1].message);
     assert!(runs[1].message.contains("wrote outside tensor `Y`"), "{}", runs[1].message);
 }
 
@@ -317,13 +317,13 @@ fn a_qemu_that_ignores_the_vector_length_is_detected() {
     let w = workload("scale_add:N=50");
     let obj = compile(&t, &scale_add_source(50));
     let runs = check(&request(&w, &t, &obj, vec![256, 512])).expect("harness builds");
-    assert_eq!(runs[0].status, RunStatus::RunError, "{}", runs[0].message);
+    assert_eq!(runs[0].status, Status::RunError, "{}", runs[0].message);
     assert!(
         runs[0].message.contains("ran at a vector length of 512 bits, not the 256 requested"),
         "{}",
         runs[0].message
     );
-    assert_eq!(runs[1].status, RunStatus::Ok, "{}", runs[1].message);
+    assert_eq!(runs[1].status, Status::Ok, "{}", runs[1].message);
 }
 
 #[test]

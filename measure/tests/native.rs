@@ -4,7 +4,7 @@ mod common;
 
 use common::{crafted_built, scale_add_c, target, workload};
 use scaletune_measure::harness::timing::{driver_args, parse_timing};
-use scaletune_measure::{NativeRunner, RunOptions, RunStatus, Runner, Status, TimingProtocol};
+use scaletune_measure::{NativeRunner, RunOptions, Runner, Status, TimingProtocol};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -141,7 +141,7 @@ fn the_timing_mode_works_under_qemu_too() {
     let p = TimingProtocol { warmup: 1, number: 2, repeat: 3, min_repeat_ms: 0, flush_cache: false, pin_core: None };
     let opts = RunOptions { driver_args: driver_args(&p).expect("valid"), ..RunOptions::default() };
     let (check, out) = built.harness.run_with(256, &opts);
-    assert_eq!(check.status, RunStatus::Ok, "{}", check.message);
+    assert_eq!(check.status, Status::Ok, "{}", check.message);
     let timing = parse_timing(&out.stdout, &p).expect("a timing report");
     assert_eq!((timing.number, timing.repeats_s.len()), (2, 3));
 }

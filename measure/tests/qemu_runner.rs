@@ -220,7 +220,8 @@ fn a_farm_feeds_the_qemu_runner_and_gets_counts_per_vl() {
     };
     let runner: Arc<dyn Runner> = Arc::new(QemuRunner::new().with_slots(2));
     let farm = Farm::new(Arc::new(builder), 1, vec![runner]);
-    let report = farm.measure_blocking(candidates).expect("the farm runs");
+    let rt = tokio::runtime::Runtime::new().expect("a runtime for the test");
+    let report = rt.block_on(farm.measure(candidates));
     for id in 0..n {
         let m = report.get(id).expect("every candidate is reported");
         assert_eq!(m.status, Status::Ok, "candidate {id}: {}", m.message);

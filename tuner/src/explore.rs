@@ -1,22 +1,23 @@
 //! `scaletune explore`: print a design space, sample it, and check samples.
 
-use crate::pipeline::PipelineError;
-use scaletune_codegen::interp::{run, ArgValue, InterpOptions};
-use scaletune_codegen::pipeline::{compile_nest, initial_nest, lower_nest, Options};
+use scaletune_codegen::pipeline::{initial_nest, lower_nest};
 use scaletune_codegen::target::Target;
-use scaletune_measure::{CheckRequest, Harness};
+use scaletune_measure::harness::interpret;
+use scaletune_measure::{Candidate, CheckRunner, Farm, LlvmBuilder, Runner, Status};
 use scaletune_space::data::make_args;
 use scaletune_space::design::{categorical_choices, sampled_choices, tile_kinds, DesignSpace, Sample};
 use scaletune_space::ir::Nest;
-use scaletune_space::reference::{compare, evaluate, RefTensor};
+use scaletune_space::reference::{evaluate, RefTensor};
 use scaletune_space::rules::Choice;
 use scaletune_space::sample::task_rng;
 use scaletune_space::trace::Count;
-use scaletune_space::workload::{Role, Workload};
+use scaletune_space::workload::Workload;
 use scaletune_space::TensorData;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::runtime::Handle;
 
 /// Options of `explore`.
 #[derive(Clone, Debug)]
@@ -55,8 +56,9 @@ pub fn check_vscales(nest: &Nest) -> Vec<u32> {
     }
 }
 
-/// Lowers a scheduled nest and interprets it at each vscale, comparing every
-/// output with the reference. Returns a description of the first failure.
+/// Lowers a scheduled nest and interprets it at each vscale, judging every
+/// output as a compiled run is judged ([`scaletune_measure::harness::interpret`]).
+/// Returns a description of the first failure.
 pub fn interpret_and_compare(
     w: &Workload,
     nest: &Nest,
@@ -66,57 +68,68 @@ pub fn interpret_and_compare(
 ) -> Result<(), String> {
     let prog = lower_nest(w, nest).map_err(|e| e.to_string())?;
     for &vs in vscales {
-        let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
-        a.extend(w.scalars.iter().map(|s| ArgValue::Scalar(s.value)));
-        run(&prog, &mut a, &InterpOptions::new(vs)).map_err(|e| format!("vscale {vs}: {e}"))?;
-        for (k, id) in w.arg_tensors().iter().enumerate() {
-            if w.tensor(*id).role != Role::Output {
-                continue;
-            }
-            let got = a[k].as_tensor().ok_or("output is not a tensor")?;
-            let c = compare(&w.tensor(*id).name, got, &reference[id.index()]);
-            if !c.passed() {
-                let (i, g, r, bound) = c.first_mismatch.unwrap_or((0, f64::NAN, f64::NAN, 0.0));
-                return Err(format!(
-                    "vscale {vs}: {} wrong element(s) of `{}`, first at {i}: got {g}, expected {r} (bound {bound:.2e})",
-                    c.mismatches, c.tensor
-                ));
-            }
+        let r = interpret(w, &prog, args, reference, vs);
+        if !r.passed() {
+            return Err(r.message);
         }
     }
     Ok(())
 }
 
-/// Builds a sample with LLVM and runs it at the target's vector lengths (the
-/// one length a fixed-VL vector kind allows).
-pub fn build_and_run(w: &Workload, target: &Target, nest: &Nest, seed: u64) -> Result<(), String> {
-    let c =
-        compile_nest(w, nest.clone(), target, &Options::default()).map_err(|e| PipelineError::from(e).to_string())?;
+/// The vector lengths a sample is compiled and run at: the target's
+/// defaults its vector kind can run at (the one length of a fixed-length
+/// kind), or the first default if none can.
+pub fn run_vls(target: &Target, nest: &Nest) -> Vec<u32> {
     let vls: Vec<u32> = target
         .default_vl_bits
         .iter()
         .copied()
         .filter(|vl| !nest.caps.scalable || nest.caps.vscale_values.contains(&(vl / nest.caps.granule_bits)))
         .collect();
-    let vls = if vls.is_empty() { target.default_vl_bits[..1].to_vec() } else { vls };
-    let req = CheckRequest {
-        workload: w,
-        target,
-        object: &c.object,
-        symbol: &c.symbol,
-        vl_bits: vls,
-        seed,
-        timeout: Duration::from_secs(120),
-        work_dir: None,
-    };
-    let h = Harness::build(&req).map_err(|e| e.to_string())?;
-    for vl in h.vl_bits().to_vec() {
-        let r = h.run(vl);
-        if !r.passed() {
-            return Err(format!("VL {vl}: {}", r.message));
+    if vls.is_empty() {
+        target.default_vl_bits.iter().take(1).copied().collect()
+    } else {
+        vls
+    }
+}
+
+/// Builds the samples with LLVM and runs each at [`run_vls`] through the
+/// farm (LLVM builder, check runner). One result per sample, in order.
+fn build_and_run_all(
+    w: &Workload,
+    target: &Target,
+    samples: &[&Sample],
+    seed: u64,
+    threads: usize,
+    rt: &Handle,
+) -> Vec<Result<(), String>> {
+    let (w_arc, t_arc) = (Arc::new(w.clone()), Arc::new(target.clone()));
+    let candidates: Vec<Candidate> = samples
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            Candidate::new(i as u64, Arc::clone(&w_arc), Arc::clone(&t_arc), s.trace.clone())
+                .with_vl_bits(run_vls(target, &s.nest))
+                .with_timeout(Duration::from_secs(120))
+        })
+        .collect();
+    let runner: Arc<dyn Runner> = Arc::new(CheckRunner::new().with_slots(threads));
+    let farm = Farm::new(Arc::new(LlvmBuilder::new().with_seed(seed)), threads, vec![runner]);
+    let report = rt.block_on(farm.measure(candidates));
+    let mut results = vec![Err("not measured".to_string()); samples.len()];
+    for m in report.measurements {
+        let verdict = if m.status == Status::Ok {
+            Ok(())
+        } else if let Some(r) = m.runs.iter().find(|r| r.status != Status::Ok) {
+            Err(format!("VL {}: {}", r.vl_bits, r.message))
+        } else {
+            Err(m.message.clone())
+        };
+        if let Some(slot) = results.get_mut(m.candidate as usize) {
+            *slot = verdict;
         }
     }
-    Ok(())
+    results
 }
 
 /// `scope: key = value` for each option (scope omitted for the whole nest).
@@ -140,7 +153,7 @@ fn count_line(out: &mut String, title: &str, counts: &BTreeMap<String, usize>) {
 }
 
 /// Prints the design space, draws samples and optionally checks them.
-pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
+pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs, rt: &Handle) -> Exploration {
     let nest = initial_nest(w, target);
     let space = DesignSpace::generate(&nest);
     let mut out = String::new();
@@ -219,7 +232,7 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs) -> Exploration {
     if a.check || a.qemu {
         let args = make_args(w, a.seed);
         let reference = evaluate(w, &args).expect("the reference of a loaded workload evaluates");
-        let results = check_all(w, target, &samples, &args, &reference, a);
+        let results = check_all(w, target, &samples, &args, &reference, a, rt);
         let mut failures = Vec::new();
         for (i, r) in results.iter().enumerate() {
             if let Err(e) = r {
@@ -253,6 +266,7 @@ fn check_all(
     args: &[TensorData],
     reference: &[RefTensor],
     a: &ExploreArgs,
+    rt: &Handle,
 ) -> Vec<Result<(), String>> {
     let threads = a.threads.max(1);
     let mut results: Vec<Result<(), String>> = vec![Ok(()); samples.len()];
@@ -265,14 +279,17 @@ fn check_all(
             scope.spawn(move || {
                 for (j, slot) in chunk.iter_mut().enumerate() {
                     let s = &samples[start + j];
-                    let mut r = interpret_and_compare(w, &s.nest, args, reference, &check_vscales(&s.nest));
-                    if r.is_ok() && a.qemu {
-                        r = build_and_run(w, target, &s.nest, a.seed);
-                    }
-                    *slot = r;
+                    *slot = interpret_and_compare(w, &s.nest, args, reference, &check_vscales(&s.nest));
                 }
             });
         }
     });
+    if a.qemu {
+        let passed: Vec<usize> = (0..samples.len()).filter(|&i| results[i].is_ok()).collect();
+        let to_run: Vec<&Sample> = passed.iter().map(|&i| &samples[i]).collect();
+        for (i, r) in passed.into_iter().zip(build_and_run_all(w, target, &to_run, a.seed, threads, rt)) {
+            results[i] = r;
+        }
+    }
     results
 }

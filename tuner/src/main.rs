@@ -6,6 +6,7 @@ use scaletune::commands::{agent, check, compile, info, measure};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use tokio::runtime::Handle;
 
 #[derive(Parser)]
 #[command(
@@ -99,8 +100,9 @@ enum Command {
     Agent(agent::AgentArgs),
 }
 
-/// Runs a command; returns the exit status (0 ok, 1 a candidate failed, 3 not measured).
-fn run(cli: Cli) -> anyhow::Result<u8> {
+/// Runs a command on the one tokio runtime of the process; returns the exit
+/// status (0 ok, 1 a candidate failed, 3 not measured).
+fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
     match cli.command {
         Command::Workloads { name } => print!("{}", info::workloads(name.as_deref())?),
         Command::Targets { name } => print!("{}", info::targets(name.as_deref())?),
@@ -122,7 +124,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let w = scaletune::pipeline::load_workload(&workload)?;
             let t = scaletune_codegen_target(&target)?;
             let args = scaletune::explore::ExploreArgs { samples, seed, check: check || qemu, qemu, threads };
-            let ex = scaletune::explore::explore(&w, &t, &args);
+            let ex = scaletune::explore::explore(&w, &t, &args, rt);
             print!("{}", ex.report);
             if let Some(dir) = out {
                 std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -135,20 +137,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             return Ok(u8::from(ex.failed != 0));
         }
         Command::Check { workload, target, schedule, vl, seed, timeout } => {
-            let outcome = check::run(&check::CheckArgs {
-                workload: &workload,
-                target: &target,
-                schedule: schedule.as_deref(),
-                vl_bits: vl,
-                seed,
-                timeout: Duration::from_secs(timeout),
-            })?;
+            let outcome = check::run(
+                &check::CheckArgs {
+                    workload: &workload,
+                    target: &target,
+                    schedule: schedule.as_deref(),
+                    vl_bits: vl,
+                    seed,
+                    timeout: Duration::from_secs(timeout),
+                },
+                rt,
+            )?;
             print!("{}", outcome.report);
             return Ok(u8::from(!outcome.passed));
         }
-        Command::Agent(args) => agent::run(&args)?,
+        Command::Agent(args) => agent::run(&args, rt)?,
         Command::Measure(args) => {
-            let outcome = measure::run(&args)?;
+            let outcome = measure::run(&args, rt)?;
             print!("{}", outcome.report);
             return Ok(outcome.exit_code());
         }
@@ -162,7 +167,14 @@ fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::tar
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli, rt.handle()) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {}", format!("{e:#}").replace('\n', " "));

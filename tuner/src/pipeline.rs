@@ -17,20 +17,20 @@ pub enum PipelineError {
     #[error(transparent)]
     Target(#[from] TargetError),
     /// The schedule file cannot be read.
-    #[error("cannot read schedule {file}: {source}")]
+    #[error("cannot read schedule {file}: {error}")]
     ScheduleIo {
         /// File name.
         file: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a chained source: printed once).
+        error: std::io::Error,
     },
     /// The schedule does not parse or does not apply.
-    #[error("{file}: {source}")]
+    #[error("{file}: {error}")]
     Schedule {
         /// File name.
         file: String,
-        /// What went wrong.
-        source: TraceError,
+        /// What went wrong (in the message, not a chained source: printed once).
+        error: TraceError,
     },
     /// A JSON schedule is malformed.
     #[error("{file}: bad JSON trace: {message}")]
@@ -58,8 +58,8 @@ impl Schedule {
     /// Reads a schedule file: trace text, or the JSON form if it starts with `{`.
     pub fn from_file(path: &Path) -> Result<Schedule, PipelineError> {
         let file = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| PipelineError::ScheduleIo { file: file.clone(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| PipelineError::ScheduleIo { file: file.clone(), error: source })?;
         Schedule::from_text(&text, &file)
     }
 
@@ -69,7 +69,7 @@ impl Schedule {
             Trace::from_json(text)
                 .map_err(|e| PipelineError::ScheduleJson { file: file.to_string(), message: e.to_string() })?
         } else {
-            parse_trace(text).map_err(|source| PipelineError::Schedule { file: file.to_string(), source })?
+            parse_trace(text).map_err(|error| PipelineError::Schedule { file: file.to_string(), error })?
         };
         Ok(Schedule { trace, file: file.to_string() })
     }
@@ -89,7 +89,7 @@ pub fn compile(
     opts: &Options,
 ) -> Result<Compiled, PipelineError> {
     pipeline::compile(w, sched.map(|s| &s.trace), target, opts).map_err(|e| match (e, sched) {
-        (CompileError::Schedule(source), Some(s)) => PipelineError::Schedule { file: s.file.clone(), source },
+        (CompileError::Schedule(error), Some(s)) => PipelineError::Schedule { file: s.file.clone(), error },
         (e, _) => PipelineError::Compile(e),
     })
 }

@@ -64,12 +64,13 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let token = Token::new(TOKEN).expect("token");
 
+    // One runtime for the test, as the command line has one for the process.
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
     let wrong = Token::new("fedcba9876543210fedcba9876543210").expect("token");
-    let refused = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, wrong), quick());
+    let refused = rt.block_on(RemoteRunner::connect(AgentEndpoint::new("p", &url, wrong), quick()));
     assert!(matches!(refused, Err(RemoteError::Unauthorized { .. })), "{refused:?}");
 
-    // Connected on one runtime, used by the farm on another.
-    let runner = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token.clone()), quick()).expect("up");
+    let runner = rt.block_on(RemoteRunner::connect(AgentEndpoint::new("p", &url, token.clone()), quick())).expect("up");
     assert_eq!((runner.info().target.name.as_str(), runner.info().slots), ("host", 2));
     let host = Arc::new(Target::load("host").expect("host"));
     let w = Arc::new(load("scale_add:N=1000").expect("workload"));
@@ -86,7 +87,7 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
     let farm = Farm::new(Arc::new(LlvmBuilder::new()), 1, vec![Arc::new(runner.clone()) as Arc<dyn Runner>])
         .with_fault_policy(fast_probes);
     let candidate = Candidate::new(0, w, host, trace);
-    let report = farm.measure_blocking(vec![candidate.clone()]).expect("runtime");
+    let report = rt.block_on(farm.measure(vec![candidate.clone()]));
     let m = &report.measurements[0];
     assert_eq!(m.status, Status::Ok, "{m:?}");
     assert_eq!(m.runs[0].runner, "agent@p");
@@ -97,11 +98,11 @@ fn an_agent_process_serves_the_token_only_measures_and_its_death_is_a_fault() {
     // `unmeasured` (not a failure of its own).
     agent.0.kill().expect("kill the agent");
     let _ = agent.0.wait();
-    let report = farm.measure_blocking(vec![candidate]).expect("runtime");
+    let report = rt.block_on(farm.measure(vec![candidate]));
     let m = &report.measurements[0];
     assert_eq!(m.status, Status::Unmeasured, "{m:?}");
     assert!(m.message.contains("no runner left") && m.message.contains("agent@p"), "{}", m.message);
-    let gone = RemoteRunner::connect_blocking(AgentEndpoint::new("p", &url, token), quick());
+    let gone = rt.block_on(RemoteRunner::connect(AgentEndpoint::new("p", &url, token), quick()));
     assert!(matches!(gone, Err(RemoteError::Unreachable { .. })), "{gone:?}");
 }
 

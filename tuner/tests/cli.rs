@@ -203,6 +203,7 @@ fn fails(args: &[&str], expect: &str) {
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
     assert!(err.contains(expect), "{args:?}: `{expect}` not in: {err}");
+    assert_eq!(err.matches(expect).count(), 1, "{args:?}: the error is repeated: {err}");
 }
 
 #[test]

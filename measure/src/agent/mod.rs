@@ -47,7 +47,7 @@ mod tls;
 
 pub use api::{AgentInfo, HostDesc, TargetDesc};
 pub use auth::{Token, MIN_TOKEN_LEN};
-pub use server::{run_blocking, Agent};
+pub use server::{serve_until_signal, Agent};
 pub use tls::TlsIdentity;
 
 use scaletune_codegen::target::{Arch, Target, TargetError};

@@ -181,9 +181,9 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
 }
 
 /// Runs an agent until Ctrl-C or SIGTERM: binds `config.listen`, loads the
-/// TLS identity if any, and serves on a tokio runtime of its own. For the
+/// TLS identity if any, and serves on the caller's runtime. For the
 /// `scaletune agent` command.
-pub fn run_blocking(config: &AgentConfig) -> Result<(), AgentError> {
+pub async fn serve_until_signal(config: &AgentConfig) -> Result<(), AgentError> {
     let agent = Agent::new(config)?;
     let tls = match &config.tls {
         Some((cert, key)) => Some(TlsIdentity::from_pem_files(cert, key)?),
@@ -208,27 +208,21 @@ pub fn run_blocking(config: &AgentConfig) -> Result<(), AgentError> {
         info.host.hostname,
         info.host.cpu_model
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| AgentError::Io { what: "starting the runtime".into(), source })?;
-    rt.block_on(async move {
-        let stop = async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            let sigterm = async {
-                match term.as_mut() {
-                    Some(t) => {
-                        t.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
+    let stop = async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let sigterm = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
                 }
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = sigterm => {}
+                None => std::future::pending::<()>().await,
             }
-            tracing::info!("stopping: letting runs in flight finish");
         };
-        agent.serve(listener, tls, stop).await
-    })
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = sigterm => {}
+        }
+        tracing::info!("stopping: letting runs in flight finish");
+    };
+    agent.serve(listener, tls, stop).await
 }

@@ -39,18 +39,9 @@ use crate::result::Measurement;
 use crate::runner::health::FaultPolicy;
 use crate::runner::Runner;
 use std::sync::Arc;
-use thiserror::Error;
 use timeline::EventLog;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-
-/// Errors of the farm itself (never of a candidate).
-#[derive(Debug, Error)]
-pub enum FarmError {
-    /// The tokio runtime of [`Farm::measure_blocking`] could not be created.
-    #[error("cannot start the farm's runtime: {0}")]
-    Runtime(#[source] std::io::Error),
-}
 
 /// Builders and runners that measure batches of candidates.
 #[derive(Clone)]
@@ -118,13 +109,6 @@ impl Farm {
     /// Measures a batch and returns every measurement (in completion order) with the timeline.
     pub async fn measure(&self, candidates: Vec<Candidate>) -> BatchReport {
         self.submit(candidates).finish().await
-    }
-
-    /// [`Farm::measure`] on a runtime of its own, for callers without one
-    /// (not from inside a tokio runtime).
-    pub fn measure_blocking(&self, candidates: Vec<Candidate>) -> Result<BatchReport, FarmError> {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(FarmError::Runtime)?;
-        Ok(rt.block_on(self.measure(candidates)))
     }
 }
 

@@ -40,9 +40,7 @@ pub(crate) fn check_outputs(
     if bytes.len() != expected {
         return Err(format!("output file has {} bytes, expected {expected}", bytes.len()));
     }
-    let mut comparisons = Vec::with_capacity(outputs.len());
-    let mut failures = Vec::new();
-    let mut max_abs_err: f64 = 0.0;
+    let mut tensors = Vec::with_capacity(outputs.len());
     let mut offset = 0;
     for id in outputs {
         let t = workload.tensor(*id);
@@ -50,14 +48,32 @@ pub(crate) fn check_outputs(
         let got = TensorData::from_le_bytes(t.dtype, &bytes[offset..offset + n])
             .ok_or_else(|| format!("output tensor `{}` is not a whole number of elements", t.name))?;
         offset += n;
-        let c = compare(&t.name, &got, &refs[id.index()]);
+        tensors.push((*id, got));
+    }
+    Ok(check_tensors(workload, &tensors, refs))
+}
+
+/// Compares each output tensor with its reference and describes every
+/// failing one: the one judgement of a kernel's outputs, whether they come
+/// from a compiled run or from the interpreter.
+pub(crate) fn check_tensors(
+    workload: &Workload,
+    outputs: &[(TensorId, TensorData)],
+    refs: &[RefTensor],
+) -> OutputCheck {
+    let mut comparisons = Vec::with_capacity(outputs.len());
+    let mut failures = Vec::new();
+    let mut max_abs_err: f64 = 0.0;
+    for (id, got) in outputs {
+        let t = workload.tensor(*id);
+        let c = compare(&t.name, got, &refs[id.index()]);
         max_abs_err = max_abs_err.max(c.max_abs_err);
         if !c.passed() {
             failures.push(describe_failure(&c, &t.shape, t.len()));
         }
         comparisons.push(c);
     }
-    Ok(OutputCheck { comparisons, max_abs_err, failures })
+    OutputCheck { comparisons, max_abs_err, failures }
 }
 
 fn byte_len(workload: &Workload, id: TensorId) -> usize {

@@ -22,6 +22,7 @@
 mod build;
 mod check;
 mod driver;
+mod interpret;
 mod remote_judge;
 pub(crate) mod run;
 pub mod timing;
@@ -30,16 +31,17 @@ pub use driver::driver_source;
 pub use remote_judge::{ExternalRun, ProcessEnding};
 pub use timing::{driver_args as timing_args, parse_timing, TimingError};
 
+use crate::result::Status;
 pub(crate) use build::LinkCache;
 use build::{build_executable, write_file, INPUT_FILE};
 use driver::EXIT_UNSTABLE_OUTPUTS;
+pub use interpret::interpret;
 use run::{run_with_timeout, signal_name, Ending, RawRun};
 use scaletune_codegen::target::{Target, TargetError};
 use scaletune_space::data::make_args;
 use scaletune_space::reference::{evaluate, Comparison, RefTensor, ReferenceError};
 use scaletune_space::workload::{Role, Workload};
 use scaletune_space::TensorId;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,29 +110,16 @@ pub enum HarnessError {
     },
 }
 
-/// How one run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Every output element is within its error bound.
-    Ok,
-    /// The run completed but some output element is outside its bound.
-    WrongResult,
-    /// The run failed: nonzero exit, a signal (named in the message), a write
-    /// outside the outputs, a process that could not start, or a vector
-    /// length other than the one requested.
-    RunError,
-    /// The run exceeded the timeout and was killed.
-    Timeout,
-}
-
 /// The outcome of running a kernel at one vector length.
 #[derive(Clone, Debug)]
 pub struct RunCheck {
     /// The vector length requested, in bits.
     pub vl_bits: u32,
-    /// How the run ended.
-    pub status: RunStatus,
+    /// How the run ended: `ok`, `wrong_result`, `run_error` (nonzero exit,
+    /// a signal named in the message, a write outside the outputs, a process
+    /// that could not start, or a vector length other than the one
+    /// requested) or `timeout` (the run was killed).
+    pub status: Status,
     /// One comparison per output tensor (empty unless the run produced outputs).
     pub comparisons: Vec<Comparison>,
     /// Largest absolute error over all outputs (NaN if nothing was compared;
@@ -145,9 +134,9 @@ pub struct RunCheck {
 }
 
 impl RunCheck {
-    /// True if the status is [`RunStatus::Ok`].
+    /// True if the status is [`Status::Ok`].
     pub fn passed(&self) -> bool {
-        self.status == RunStatus::Ok
+        self.status == Status::Ok
     }
 }
 
@@ -326,7 +315,7 @@ impl Harness {
         let emulated = !self.target.is_native();
         let mut result = RunCheck {
             vl_bits,
-            status: RunStatus::RunError,
+            status: Status::RunError,
             comparisons: Vec::new(),
             max_abs_err: f64::NAN,
             message: String::new(),
@@ -368,7 +357,7 @@ impl Harness {
 
     /// Fills status, comparisons and message from a finished run.
     fn judge(&self, raw: &RawRun, output: &Path, how: &str, timeout: Duration, result: &mut RunCheck) {
-        let fail = |result: &mut RunCheck, status: RunStatus, what: String| {
+        let fail = |result: &mut RunCheck, status: Status, what: String| {
             result.status = status;
             result.message = format!("{what} ({how}){}", stderr_excerpt(&raw.stderr));
         };
@@ -378,51 +367,51 @@ impl Harness {
             Ending::Exited(0) => {}
             Ending::Exited(EXIT_UNSTABLE_OUTPUTS) => unstable = true,
             Ending::Exited(code) => {
-                return fail(result, RunStatus::RunError, format!("driver exited with status {code}"));
+                return fail(result, Status::RunError, format!("driver exited with status {code}"));
             }
             Ending::Signaled(sig) => {
-                return fail(result, RunStatus::RunError, format!("driver killed by {}", signal_name(*sig)));
+                return fail(result, Status::RunError, format!("driver killed by {}", signal_name(*sig)));
             }
             Ending::TimedOut => {
                 let what = format!("timed out after {:.1} s", timeout.as_secs_f64());
-                return fail(result, RunStatus::Timeout, what);
+                return fail(result, Status::Timeout, what);
             }
-            Ending::Failed(why) => return fail(result, RunStatus::RunError, why.clone()),
+            Ending::Failed(why) => return fail(result, Status::RunError, why.clone()),
         }
         if self.target.caps.scalable {
             match check::reported_vl_bits(&raw.stdout) {
                 Some(actual) if actual == result.vl_bits => {}
                 Some(actual) => {
                     let what = format!("ran at a vector length of {actual} bits, not the {} requested", result.vl_bits);
-                    return fail(result, RunStatus::RunError, what);
+                    return fail(result, Status::RunError, what);
                 }
                 None => {
                     let what = "the driver did not report its vector length".to_string();
-                    return fail(result, RunStatus::RunError, what);
+                    return fail(result, Status::RunError, what);
                 }
             }
         }
         let bytes = match std::fs::read(output) {
             Ok(b) => b,
-            Err(e) => return fail(result, RunStatus::RunError, format!("cannot read the output file: {e}")),
+            Err(e) => return fail(result, Status::RunError, format!("cannot read the output file: {e}")),
         };
         match check::check_outputs(&self.workload, &self.outputs, &bytes, &self.reference) {
-            Err(why) => fail(result, RunStatus::RunError, why),
+            Err(why) => fail(result, Status::RunError, why),
             Ok(c) => {
                 result.comparisons = c.comparisons;
                 result.max_abs_err = c.max_abs_err;
                 if c.failures.is_empty() && unstable {
                     let what = "the first call's outputs are right, but the timed calls changed them".to_string();
-                    fail(result, RunStatus::RunError, what);
+                    fail(result, Status::RunError, what);
                 } else if c.failures.is_empty() {
-                    result.status = RunStatus::Ok;
+                    result.status = Status::Ok;
                     let n: usize = self.outputs.iter().map(|id| self.workload.tensor(*id).len()).sum();
                     result.message = format!(
                         "all {n} output elements within bounds (max abs error {:.3e}, {how})",
                         result.max_abs_err
                     );
                 } else {
-                    result.status = RunStatus::WrongResult;
+                    result.status = Status::WrongResult;
                     result.message = format!("{} ({how})", c.failures.join("; "));
                 }
             }

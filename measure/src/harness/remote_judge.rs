@@ -8,7 +8,8 @@
 //! bound).
 
 use super::run::{Ending, RawRun};
-use super::{Harness, RunCheck, RunStatus};
+use super::{Harness, RunCheck};
+use crate::result::Status;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -90,7 +91,7 @@ impl Harness {
     pub fn judge_remote(&self, run: &ExternalRun, place: &str) -> RunCheck {
         let mut result = RunCheck {
             vl_bits: run.vl_bits,
-            status: RunStatus::RunError,
+            status: Status::RunError,
             comparisons: Vec::new(),
             max_abs_err: f64::NAN,
             message: String::new(),

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use scaletune_codegen::target::Target;
 use std::sync::Arc;
 
+pub mod check;
 pub mod health;
 pub mod native;
 pub mod qemu;

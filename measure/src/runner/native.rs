@@ -8,7 +8,7 @@
 //! never counts. The blocking wait runs on tokio's blocking pool.
 
 use super::{Built, Runner};
-use crate::harness::{parse_timing, timing_args, RunCheck, RunOptions, RunStatus};
+use crate::harness::{parse_timing, timing_args, RunCheck, RunOptions};
 use crate::protocol::TimingProtocol;
 use crate::result::{Status, VlMeasurement};
 use async_trait::async_trait;
@@ -69,6 +69,7 @@ impl NativeRunner {
             emulated: None,
             runner: self.name.clone(),
             built_for_vl: None,
+            wall_s: 0.0,
         };
         if !built.harness.target().is_native() {
             m.message = format!("target `{}` does not run natively on this machine", built.harness.target().name);
@@ -84,6 +85,7 @@ impl NativeRunner {
         let opts = RunOptions { driver_args, timeout: self.timeout, ..RunOptions::default() };
         let (check, output) = built.harness.run_with(vl_bits, &opts);
         apply_check(&mut m, &check);
+        m.wall_s = check.wall_time.as_secs_f64();
         if m.status == Status::Ok {
             match parse_timing(&output.stdout, &self.protocol) {
                 Ok(t) => m.timing = Some(t),
@@ -99,19 +101,9 @@ impl NativeRunner {
 
 /// Copies the verdict of a checked run into a measurement.
 pub(crate) fn apply_check(m: &mut VlMeasurement, check: &RunCheck) {
-    m.status = status_of(check.status);
+    m.status = check.status;
     m.max_abs_err = check.max_abs_err;
-    m.message = if check.status == RunStatus::Ok { String::new() } else { check.message.clone() };
-}
-
-/// The measurement status of a harness run status.
-pub fn status_of(s: RunStatus) -> Status {
-    match s {
-        RunStatus::Ok => Status::Ok,
-        RunStatus::WrongResult => Status::WrongResult,
-        RunStatus::RunError => Status::RunError,
-        RunStatus::Timeout => Status::Timeout,
-    }
+    m.message = if check.status == Status::Ok { String::new() } else { check.message.clone() };
 }
 
 #[async_trait]

@@ -56,7 +56,7 @@ use crate::builder::BuildError;
 use crate::emulation::elf::{kernel_range, kernel_symbol, read, KernelRange};
 use crate::emulation::plugin::{parse_counts, plugin_library, qemu_args, Counts};
 use crate::emulation::{host_qemu_command, CycleEstimator, EmulationError, Estimate};
-use crate::harness::{CheckRequest, Harness, RunOptions, RunStatus};
+use crate::harness::{CheckRequest, Harness, RunOptions};
 use crate::result::{Emulated, Status, VlMeasurement};
 use async_trait::async_trait;
 use scaletune_codegen::target::{Arch, Target};
@@ -254,6 +254,7 @@ impl QemuRunner {
             emulated: None,
             runner: self.name.clone(),
             built_for_vl: None,
+            wall_s: 0.0,
         };
         let target = built.harness.target();
         let harness = match self.run_target(target, vl_bits) {
@@ -317,7 +318,8 @@ impl QemuRunner {
         };
         let (check, output) = harness.run_with(vl_bits, &opts);
         apply_check(m, &check);
-        if !matches!(check.status, RunStatus::Ok | RunStatus::WrongResult) {
+        m.wall_s = check.wall_time.as_secs_f64();
+        if !matches!(check.status, Status::Ok | Status::WrongResult) {
             return Ok(None);
         }
         let text = std::fs::read_to_string(&counts_file).map_err(|e| {
@@ -334,7 +336,7 @@ impl QemuRunner {
         if !range.position_independent && counts.bias != 0 {
             return Err(EmulationError::Plugin(format!("a load bias of {:#x} for a non-PIE executable", counts.bias)));
         }
-        if counts.kernel_instructions == 0 && check.status == RunStatus::Ok {
+        if counts.kernel_instructions == 0 && check.status == Status::Ok {
             let spans: Vec<String> =
                 range.functions.iter().map(|f| format!("`{}` [{:#x}, {:#x})", f.name, f.start, f.end)).collect();
             return Err(EmulationError::Plugin(format!(

@@ -198,16 +198,6 @@ impl RemoteRunner {
         Ok(RemoteRunner { name: format!("agent@{agent}"), endpoint, base, client, info, protocol, timeout: None })
     }
 
-    /// [`RemoteRunner::connect`] for callers without a tokio runtime (a runtime of its own, then dropped).
-    pub fn connect_blocking(endpoint: AgentEndpoint, protocol: TimingProtocol) -> Result<RemoteRunner, RemoteError> {
-        let agent = endpoint.name.clone();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| RemoteError::Client { agent, message: format!("cannot start a runtime: {e}") })?;
-        rt.block_on(RemoteRunner::connect(endpoint, protocol))
-    }
-
     /// Overrides the per-run timeout of every candidate.
     pub fn with_timeout(mut self, timeout: Duration) -> RemoteRunner {
         self.timeout = Some(timeout);
@@ -342,8 +332,10 @@ fn judge(
                 emulated: None,
                 runner: runner.to_string(),
                 built_for_vl: None,
+                wall_s: 0.0,
             };
             let Some(run) = resp.runs.iter().find(|r| r.vl_bits == vl) else { return m };
+            m.wall_s = run.wall_s.max(0.0);
             let external = ExternalRun {
                 vl_bits: vl,
                 ending: &run.ending,

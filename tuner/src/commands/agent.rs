@@ -2,9 +2,10 @@
 
 use anyhow::{bail, Context};
 use scaletune_codegen::target::Target;
-use scaletune_measure::agent::{run_blocking, AgentConfig, Token, DEFAULT_LISTEN};
+use scaletune_measure::agent::{serve_until_signal, AgentConfig, Token, DEFAULT_LISTEN};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
+use tokio::runtime::Handle;
 
 /// Options of `agent`.
 #[derive(Clone, Debug, clap::Args)]
@@ -32,8 +33,8 @@ pub struct AgentArgs {
     pub vl: Vec<u32>,
 }
 
-/// Runs the agent until Ctrl-C or SIGTERM.
-pub fn run(args: &AgentArgs) -> anyhow::Result<()> {
+/// Runs the agent on the command line's runtime until Ctrl-C or SIGTERM.
+pub fn run(args: &AgentArgs, rt: &Handle) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -54,6 +55,6 @@ pub fn run(args: &AgentArgs) -> anyhow::Result<()> {
     config.slots = args.slots;
     config.vl_bits = args.vl.clone();
     config.tls = args.tls_cert.clone().zip(args.tls_key.clone());
-    run_blocking(&config)?;
+    rt.block_on(serve_until_signal(&config))?;
     Ok(())
 }

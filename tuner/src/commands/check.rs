@@ -1,12 +1,16 @@
-//! `scaletune check`: run a kernel at each vector length and compare with the reference.
+//! `scaletune check`: build the kernel, run it once at each vector length through the farm (check runner), and compare with the reference.
 
-use crate::pipeline::{compile, load_workload, PipelineError, Schedule};
-use scaletune_codegen::pipeline::Options;
+use crate::pipeline::{load_workload, PipelineError, Schedule};
+use anyhow::bail;
+use scaletune_codegen::pipeline;
 use scaletune_codegen::target::Target;
-use scaletune_measure::{CheckRequest, Harness, RunStatus};
+use scaletune_measure::{Candidate, CheckRunner, Farm, LlvmBuilder, Runner, Status, VlMeasurement};
+use scaletune_space::trace::Trace;
 use std::fmt::Write;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::runtime::Handle;
 
 /// The outcome of `check`: the report lines and whether every run matched.
 pub struct CheckOutcome {
@@ -32,56 +36,73 @@ pub struct CheckArgs<'a> {
     pub timeout: Duration,
 }
 
-/// Compiles, links and runs the kernel at every requested vector length.
-pub fn run(a: &CheckArgs) -> anyhow::Result<CheckOutcome> {
+/// The word `check` prints for a run's status.
+pub fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::WrongResult => "WRONG",
+        Status::RunError => "CRASH",
+        Status::Timeout => "TIMEOUT",
+        Status::BuildError => "BUILD",
+        Status::Unmeasured => "NOT RUN",
+    }
+}
+
+/// Builds the kernel and runs it at every requested vector length: builder,
+/// farm, check runner, verdict, like every other command.
+pub fn run(a: &CheckArgs, rt: &Handle) -> anyhow::Result<CheckOutcome> {
     let w = load_workload(a.workload)?;
     let t = Target::load(a.target).map_err(PipelineError::from)?;
     for vl in &a.vl_bits {
         t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
     }
     let sched = a.schedule.map(Schedule::from_file).transpose()?;
-    let c = compile(&w, &t, sched.as_ref(), &Options::default())?;
-    let vls = if a.vl_bits.is_empty() { t.default_vl_bits.clone() } else { a.vl_bits.clone() };
-    let req = CheckRequest {
-        workload: &w,
-        target: &t,
-        object: &c.object,
-        symbol: &c.symbol,
-        vl_bits: vls.clone(),
-        seed: a.seed,
-        timeout: a.timeout,
-        work_dir: None,
-    };
-    let harness = Harness::build(&req)?;
-    let mut report = String::new();
-    let sched_name = a.schedule.map(|p| p.display().to_string()).unwrap_or_else(|| "unscheduled".into());
-    let _ = writeln!(report, "{} on {} ({}), schedule {}", w.reference(), t.name, t.vector_summary(), sched_name);
-    let mut passed = true;
-    for vl in vls {
-        let r = harness.run(vl);
-        let ok = r.status == RunStatus::Ok;
-        passed &= ok;
-        let how = if r.emulated {
-            format!("emulated, {:.2} s under QEMU", r.wall_time.as_secs_f64())
-        } else {
-            format!("native, {:.3} s", r.wall_time.as_secs_f64())
-        };
-        let status = match r.status {
-            RunStatus::Ok => "ok",
-            RunStatus::WrongResult => "WRONG",
-            RunStatus::RunError => "CRASH",
-            RunStatus::Timeout => "TIMEOUT",
-        };
-        let mut line = format!("  VL {vl:>4}: {status:<7} max |error| {:<9.2e} ({how})", r.max_abs_err);
-        if !ok {
-            let _ = write!(line, "\n            {}", r.message);
-        }
-        let _ = writeln!(report, "{line}");
+    // A schedule that does not apply is bad input, reported before anything is built.
+    if let Some(s) = &sched {
+        pipeline::schedule(&w, Some(&s.trace), &t, None).map_err(|e| match e {
+            pipeline::CompileError::Schedule(error) => PipelineError::Schedule { file: s.file.clone(), error },
+            e => PipelineError::Compile(e),
+        })?;
     }
+    let vls = if a.vl_bits.is_empty() { t.default_vl_bits.clone() } else { a.vl_bits.clone() };
+    let trace = sched.map(|s| s.trace).unwrap_or_else(Trace::default);
+    let candidate =
+        Candidate::new(0, Arc::new(w.clone()), Arc::new(t.clone()), trace).with_vl_bits(vls).with_timeout(a.timeout);
+    let runner: Arc<dyn Runner> = Arc::new(CheckRunner::new());
+    let farm = Farm::new(Arc::new(LlvmBuilder::new().with_seed(a.seed)), 1, vec![runner]);
+    let report = rt.block_on(farm.measure(vec![candidate]));
+    let Some(m) = report.measurements.into_iter().next() else { bail!("the farm returned no measurement") };
+    if m.status == Status::BuildError && m.runs.is_empty() {
+        bail!("compile {} for {}: {}", w.reference(), t.name, m.message);
+    }
+
+    let mut out = String::new();
+    let sched_name = a.schedule.map(|p| p.display().to_string()).unwrap_or_else(|| "unscheduled".into());
+    let _ = writeln!(out, "{} on {} ({}), schedule {}", w.reference(), t.name, t.vector_summary(), sched_name);
+    for r in &m.runs {
+        out.push_str(&describe_run(r, t.is_native()));
+    }
+    let passed = m.status == Status::Ok;
     let _ = writeln!(
-        report,
+        out,
         "{}",
         if passed { "all runs match the reference" } else { "some runs do NOT match the reference" }
     );
-    Ok(CheckOutcome { report, passed })
+    Ok(CheckOutcome { report: out, passed })
+}
+
+/// One run's line (and its message when it failed).
+fn describe_run(r: &VlMeasurement, native: bool) -> String {
+    let how =
+        if native { format!("native, {:.3} s", r.wall_s) } else { format!("emulated, {:.2} s under QEMU", r.wall_s) };
+    let mut line =
+        format!("  VL {:>4}: {:<7} max |error| {:<9.2e} ({how})", r.vl_bits, status_word(r.status), r.max_abs_err);
+    if let Some(vl) = r.built_for_vl {
+        let _ = write!(line, " (object built for VL {vl})");
+    }
+    if r.status != Status::Ok {
+        let _ = write!(line, "\n            {}", r.message);
+    }
+    line.push('\n');
+    line
 }

@@ -14,6 +14,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::runtime::Handle;
 
 /// Where the candidate runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -134,7 +135,7 @@ impl MeasureOutcome {
 type RunnersAndNotes = (Vec<Arc<dyn Runner>>, Vec<String>);
 
 /// The runners of a kind.
-fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target) -> anyhow::Result<RunnersAndNotes> {
+fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target, rt: &Handle) -> anyhow::Result<RunnersAndNotes> {
     match kind {
         RunnerKind::Native => {
             scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
@@ -151,7 +152,7 @@ fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target) -> anyhow::Res
             };
             scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
             let farm = FarmConfig::load(path)?;
-            let (up, down) = farm.connect_blocking(&args.protocol())?;
+            let (up, down) = rt.block_on(farm.connect(&args.protocol()))?;
             let notes: Vec<String> = down.iter().map(|e| format!("agent unavailable: {e}")).collect();
             if up.is_empty() {
                 bail!("no agent of {} answered:\n  {}", path.display(), notes.join("\n  "));
@@ -163,7 +164,7 @@ fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target) -> anyhow::Res
 }
 
 /// Builds the candidate, runs it at every requested vector length and reports.
-pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
+pub fn run(args: &MeasureArgs, rt: &Handle) -> anyhow::Result<MeasureOutcome> {
     let w = load_workload(&args.workload)?;
     let mut t = Target::load(&args.target).map_err(PipelineError::from)?;
     let kind = args.runner.unwrap_or(if t.is_native() { RunnerKind::Native } else { RunnerKind::Qemu });
@@ -194,7 +195,7 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
     if args.farm.is_some() && kind != RunnerKind::Remote {
         bail!("--farm lists remote agents; it needs --runner remote");
     }
-    let (runners, runner_notes) = runners(kind, args, &t)?;
+    let (runners, runner_notes) = runners(kind, args, &t, rt)?;
     notes.extend(runner_notes);
     let vls = if args.vl.is_empty() { t.default_vl_bits.clone() } else { args.vl.clone() };
     for vl in &vls {
@@ -226,7 +227,7 @@ pub fn run(args: &MeasureArgs) -> anyhow::Result<MeasureOutcome> {
         .with_vl_bits(vls)
         .with_timeout(Duration::from_secs(args.timeout));
     let farm = Farm::new(builder.clone(), 1, runners);
-    let report = farm.measure_blocking(vec![candidate])?;
+    let report = rt.block_on(farm.measure(vec![candidate]));
     let Some(m) = report.measurements.into_iter().next() else { bail!("the farm returned no measurement") };
 
     let mut out = String::new();
