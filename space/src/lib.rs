@@ -6,6 +6,7 @@ pub mod data;
 pub mod design;
 pub mod dtype;
 pub mod expr;
+pub mod filetest;
 pub mod ids;
 pub mod ir;
 pub mod mutators;
