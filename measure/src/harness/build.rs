@@ -28,18 +28,11 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), HarnessError> 
         .map_err(|source| HarnessError::Io { what: format!("writing {}", path.display()), source })
 }
 
-/// Quotes one word of a command line for display (not for a shell to run blindly).
-fn shell_word(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_=+,./:@%".contains(c)) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// A command line as one displayable string.
+/// A command line as one displayable string, quoted as a POSIX shell would
+/// need it (`shlex`).
 pub(crate) fn command_line(words: &[String]) -> String {
-    words.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
+    shlex::try_join(words.iter().map(String::as_str))
+        .unwrap_or_else(|_| words.iter().map(|w| format!("{w:?}")).collect::<Vec<_>>().join(" "))
 }
 
 /// Writes the kernel object and the driver source into `dir`, then compiles

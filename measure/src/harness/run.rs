@@ -5,6 +5,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use wait_timeout::ChildExt;
 
 /// At most this many bytes of each of stdout and stderr are kept.
 const CAPTURE_LIMIT: usize = 64 * 1024;
@@ -59,30 +60,25 @@ fn joined(handle: Option<JoinHandle<Vec<u8>>>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Waits for `child` until `timeout`; kills it when the time is up.
+/// Waits for `child` until `timeout` after `start` (with `wait-timeout`);
+/// kills it when the time is up.
 fn wait_with_timeout(child: &mut Child, timeout: Duration, start: Instant) -> Ending {
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return ending_of(status),
-            Ok(None) => {}
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ending::Failed(format!("cannot wait for the process: {e}"));
-            }
-        }
-        let elapsed = start.elapsed();
-        if elapsed >= timeout {
+    let remaining = timeout.saturating_sub(start.elapsed());
+    match child.wait_timeout(remaining) {
+        Ok(Some(status)) => ending_of(status),
+        Ok(None) => {
             // kill() fails only if the child already exited; wait() reaps it either way.
             let _ = child.kill();
-            return match child.wait() {
+            match child.wait() {
                 Ok(status) if status.signal().is_none() => ending_of(status),
                 _ => Ending::TimedOut,
-            };
+            }
         }
-        std::thread::sleep(pause.min(timeout - elapsed));
-        pause = (pause * 2).min(Duration::from_millis(20));
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Ending::Failed(format!("cannot wait for the process: {e}"))
+        }
     }
 }
 
