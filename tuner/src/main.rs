@@ -1,6 +1,6 @@
 //! The `scaletune` command-line interface.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use scaletune::commands::{agent, check, compile, info, measure};
 use std::path::PathBuf;
@@ -41,9 +41,9 @@ enum Command {
         /// Schedule (trace text or JSON).
         #[arg(long, short)]
         schedule: Option<PathBuf>,
-        /// Outputs: any of asm, llvm, obj, loops, vector (comma-separated).
-        #[arg(long, default_value = "obj", value_delimiter = ',')]
-        emit: Vec<String>,
+        /// Outputs (comma-separated).
+        #[arg(long, value_enum, default_value = "obj", value_delimiter = ',')]
+        emit: Vec<compile::Emit>,
         /// Output directory.
         #[arg(long, short, default_value = "out")]
         out: PathBuf,
@@ -107,14 +107,7 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
         Command::Workloads { name } => print!("{}", info::workloads(name.as_deref())?),
         Command::Targets { name } => print!("{}", info::targets(name.as_deref())?),
         Command::Compile { workload, target, schedule, emit, out } => {
-            let mut kinds = Vec::new();
-            for e in &emit {
-                match compile::Emit::parse(e) {
-                    Some(k) => kinds.push(k),
-                    None => bail!("unknown --emit kind `{e}` (asm, llvm, obj, loops, vector)"),
-                }
-            }
-            let files = compile::run(&workload, &target, schedule.as_deref(), &kinds, &out)
+            let files = compile::run(&workload, &target, schedule.as_deref(), &emit, &out)
                 .with_context(|| format!("compile {workload} for {target}"))?;
             for f in files {
                 println!("wrote {}", f.display());

@@ -6,7 +6,7 @@ use scaletune_codegen::target::Target;
 use std::path::{Path, PathBuf};
 
 /// What `compile` can write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {
     /// Assembly (`.s`).
     Asm,
@@ -18,20 +18,6 @@ pub enum Emit {
     Loops,
     /// The vector program (`.vector`).
     Vector,
-}
-
-impl Emit {
-    /// Parses one `--emit` item.
-    pub fn parse(s: &str) -> Option<Emit> {
-        Some(match s {
-            "asm" => Emit::Asm,
-            "llvm" => Emit::Llvm,
-            "obj" => Emit::Obj,
-            "loops" => Emit::Loops,
-            "vector" => Emit::Vector,
-            _ => return None,
-        })
-    }
 }
 
 /// Compiles a workload for a target and writes the requested outputs into `out`.
