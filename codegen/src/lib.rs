@@ -7,4 +7,5 @@ pub mod llvm;
 pub mod lower;
 pub mod pipeline;
 pub mod target;
+pub mod tools;
 pub mod vprog;

@@ -19,7 +19,6 @@ use crate::target::{Arch, Target};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The C source of the runtime.
@@ -61,19 +60,19 @@ fn runtime_error(step: &'static str, message: String) -> LlvmError {
 /// Merges the runtime into `kernel_object` for `target`: one relocatable object.
 pub(crate) fn link_runtime(target: &Target, kernel_object: &[u8]) -> Result<Vec<u8>, LlvmError> {
     let runtime = runtime_object(target)?;
-    let scratch = Scratch::new(&cache_dir()).map_err(|e| runtime_error("merging", e))?;
+    let scratch = scratch(&cache_dir()).map_err(|e| runtime_error("merging", e))?;
     let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(scratch.0.join(name), bytes)
+        std::fs::write(scratch.path().join(name), bytes)
             .map_err(|e| runtime_error("merging", format!("writing {name}: {e}")))
     };
     write(KERNEL_OBJECT, kernel_object)?;
     write(RUNTIME_OBJECT, &runtime)?;
-    let ld = tool(&["ld.lld-19", "ld.lld"]);
-    run(Command::new(&ld).args(["-r", KERNEL_OBJECT, RUNTIME_OBJECT, "-o", MERGED_OBJECT]), &scratch.0, "merging")?;
-    let objcopy = tool(&["llvm-objcopy-19", "llvm-objcopy"]);
+    let ld = crate::tools::ld_lld();
+    run(Command::new(&ld).args(["-r", KERNEL_OBJECT, RUNTIME_OBJECT, "-o", MERGED_OBJECT]), scratch.path(), "merging")?;
+    let objcopy = crate::tools::llvm_objcopy();
     let localize = format!("--localize-symbol={PARALLEL_FOR}");
-    run(Command::new(&objcopy).args([localize.as_str(), MERGED_OBJECT]), &scratch.0, "merging")?;
-    std::fs::read(scratch.0.join(MERGED_OBJECT))
+    run(Command::new(&objcopy).args([localize.as_str(), MERGED_OBJECT]), scratch.path(), "merging")?;
+    std::fs::read(scratch.path().join(MERGED_OBJECT))
         .map_err(|e| runtime_error("merging", format!("reading {MERGED_OBJECT}: {e}")))
 }
 
@@ -109,22 +108,20 @@ fn runtime_object(target: &Target) -> Result<Arc<Vec<u8>>, LlvmError> {
 
 /// Compiles the embedded source with `cmd` in a scratch directory.
 fn compile_runtime(cmd: &[String], dir: &Path) -> Result<Vec<u8>, LlvmError> {
-    let scratch = Scratch::new(dir).map_err(|e| runtime_error("compiling", e))?;
-    std::fs::write(scratch.0.join(SOURCE_FILE), RUNTIME_SOURCE)
+    let scratch = scratch(dir).map_err(|e| runtime_error("compiling", e))?;
+    std::fs::write(scratch.path().join(SOURCE_FILE), RUNTIME_SOURCE)
         .map_err(|e| runtime_error("compiling", format!("writing {SOURCE_FILE}: {e}")))?;
-    run(Command::new(&cmd[0]).args(&cmd[1..]).args([SOURCE_FILE, "-o", RUNTIME_OBJECT]), &scratch.0, "compiling")?;
-    std::fs::read(scratch.0.join(RUNTIME_OBJECT))
+    run(Command::new(&cmd[0]).args(&cmd[1..]).args([SOURCE_FILE, "-o", RUNTIME_OBJECT]), scratch.path(), "compiling")?;
+    std::fs::read(scratch.path().join(RUNTIME_OBJECT))
         .map_err(|e| runtime_error("compiling", format!("reading {RUNTIME_OBJECT}: {e}")))
 }
 
-/// Writes a cache entry atomically: a unique temporary file, then a rename.
+/// Writes a cache entry atomically: a temporary file in the same directory, then a rename.
 fn store(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), LlvmError> {
-    let tmp = dir.join(format!("{}.tmp", unique_name()));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(runtime_error("caching", format!("writing {}: {e}", path.display())));
-    }
+    let fail = |e: std::io::Error| runtime_error("caching", format!("writing {}: {e}", path.display()));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
 }
 
@@ -143,42 +140,16 @@ fn run(cmd: &mut Command, dir: &Path, step: &'static str) -> Result<(), LlvmErro
 
 /// The directory of cached runtime objects and scratch directories.
 fn cache_dir() -> PathBuf {
-    std::env::temp_dir().join("scaletune-runtime")
+    crate::tools::cache_dir("runtime")
 }
 
-/// The first of `names` found on `PATH` (else the first name).
-fn tool(names: &[&str]) -> String {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for name in names {
-        if std::env::split_paths(&path).any(|d| d.join(name).is_file()) {
-            return (*name).to_string();
-        }
-    }
-    names[0].to_string()
-}
-
-/// A name unique among this machine's processes and this process's calls.
-fn unique_name() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    format!("tmp-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
-}
-
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(parent: &Path) -> Result<Scratch, String> {
-        let dir = parent.join(unique_name());
-        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A scratch directory under `parent`, removed on drop (`tempfile`).
+fn scratch(parent: &Path) -> Result<tempfile::TempDir, String> {
+    std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    tempfile::Builder::new()
+        .prefix("tmp-")
+        .tempdir_in(parent)
+        .map_err(|e| format!("creating a scratch directory in {}: {e}", parent.display()))
 }
 
 /// FNV-1a (128-bit) of the parts, each followed by its length, as hex.

@@ -147,9 +147,9 @@ impl ArtifactCache {
         Ok(ArtifactCache { dir })
     }
 
-    /// `scaletune-artifacts` under the system's temporary directory.
+    /// The `artifacts` cache directory of [`scaletune_codegen::tools::cache_dir`].
     pub fn default_dir() -> PathBuf {
-        std::env::temp_dir().join("scaletune-artifacts")
+        scaletune_codegen::tools::cache_dir("artifacts")
     }
 
     /// The cache directory.

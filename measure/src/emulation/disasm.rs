@@ -51,7 +51,7 @@ fn objdump_mattr(target: &Target) -> Option<String> {
 pub fn disassemble(exe: &Path, range: &KernelRange, target: &Target) -> Result<Vec<Insn>, EmulationError> {
     let mut all = Vec::new();
     for f in &range.functions {
-        let mut cmd = Command::new("llvm-objdump-19");
+        let mut cmd = Command::new(scaletune_codegen::tools::llvm_objdump());
         cmd.args(["-d", "--no-show-raw-insn"])
             .arg(format!("--start-address={:#x}", f.start))
             .arg(format!("--stop-address={:#x}", f.end));

@@ -85,9 +85,9 @@ impl CycleEstimator {
         CycleEstimator::default()
     }
 
-    /// `scaletune-mca` under the system's temporary directory.
+    /// The `mca` cache directory of [`scaletune_codegen::tools::cache_dir`].
     pub fn default_dir() -> PathBuf {
-        std::env::temp_dir().join("scaletune-mca")
+        scaletune_codegen::tools::cache_dir("mca")
     }
 
     /// Also keeps block costs in `dir` (one JSON file per kernel and model).

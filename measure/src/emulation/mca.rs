@@ -74,7 +74,7 @@ impl McaModel {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new("llvm-mca-19");
+        let mut cmd = Command::new(scaletune_codegen::tools::llvm_mca());
         cmd.arg(format!("-mtriple={}", self.triple)).arg(format!("-mcpu={}", self.cpu));
         if let Some(m) = &self.mattr {
             cmd.arg(format!("-mattr={m}"));

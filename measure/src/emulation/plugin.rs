@@ -60,11 +60,12 @@ pub struct Counts {
     pub blocks: Vec<BlockCount>,
 }
 
-/// The directory the plugin library is built in.
+/// The directory the plugin library is built in: `SCALETUNE_PLUGIN_DIR`, else
+/// the `plugin` cache directory of [`scaletune_codegen::tools::cache_dir`].
 pub fn plugin_dir() -> PathBuf {
     match std::env::var_os("SCALETUNE_PLUGIN_DIR") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => std::env::temp_dir().join("scaletune-plugin"),
+        _ => scaletune_codegen::tools::cache_dir("plugin"),
     }
 }
 
@@ -89,7 +90,7 @@ pub fn build_plugin(dir: &Path) -> Result<PathBuf, EmulationError> {
     let tmp = dir.join(format!("insn_count-{hash}-{unique}.so.tmp"));
     std::fs::write(&src, SOURCE).map_err(io(format!("writing {}", src.display())))?;
     let mut last_err = None;
-    for cc in ["cc", "gcc", "clang-19"] {
+    for cc in scaletune_codegen::tools::HOST_C_COMPILERS {
         let mut cmd = Command::new(cc);
         cmd.args(["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o"]).arg(&tmp).arg(&src);
         match run_tool(cmd, None) {
