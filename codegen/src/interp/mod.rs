@@ -28,7 +28,7 @@
 //!   overflow. `Reduce(Add)` sums in lane order. `Extract` of a lane outside
 //!   the vector is [`InterpError::LaneOutOfRange`].
 //!
-//! The program is type-checked with [`vprog::verify`](crate::vprog::verify)
+//! The program is type-checked with [`vprog::verify`]
 //! first. On an error, parameter tensors keep whatever was written before it.
 
 mod exec;

@@ -1,4 +1,4 @@
-//! Structural verifier run after every transformation in tests and debug builds.
+//! Structural verifier of a loop nest (parent links, variable scoping, id validity): `compute_at` runs it on its trial nest before committing, and the schedule tests after each primitive.
 
 use super::*;
 use std::collections::HashSet;

@@ -4,7 +4,7 @@
 //! sampling instructions, plus a *probe* nest that the trace has been applied
 //! to with fixed decisions, to see loop structure and check legality) and
 //! extends it, possibly into several branches. The registry below lists the
-//! rules in the order they run; [`crate::space::DesignSpace`] drives them.
+//! rules in the order they run; [`crate::design::DesignSpace`] drives them.
 
 mod analysis;
 mod common;

@@ -1,6 +1,6 @@
 //! Schedule primitives: legality-checked transformations of a loop nest.
 //!
-//! Each primitive is a method on [`Nest`](crate::ir::Nest) in its own file.
+//! Each primitive is a method on [`crate::ir::Nest`] in its own file.
 //! A primitive either applies completely or fails with a [`ScheduleError`]
 //! naming the primitive and the reason, leaving the nest unchanged.
 

@@ -58,7 +58,7 @@ impl Cursor {
         }
     }
 
-    /// Consumes `p` or fails with "expected `p` <context>".
+    /// Consumes `p` or fails with "expected `p` `context`".
     pub fn expect(&mut self, p: &str, context: &str) -> Result<(), SyntaxError> {
         if self.eat(p) {
             Ok(())
@@ -80,7 +80,7 @@ impl Cursor {
         }
     }
 
-    /// An error at the current token: "<message>, found <token>".
+    /// An error at the current token: "`message`, found `token`".
     pub fn error(&self, message: impl AsRef<str>) -> SyntaxError {
         SyntaxError::new(self.offset(), format!("{}, found {}", message.as_ref(), self.peek().tok))
     }

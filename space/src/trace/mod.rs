@@ -19,6 +19,7 @@ mod apply;
 mod domain;
 mod parse;
 mod print;
+mod step;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,60 @@
+//! `cache_read`, `cache_write`, `compute_at` and `decompose_reduction`: new blocks and where blocks go.
+
+use super::{Stepped, PLAIN};
+use crate::ir::Nest;
+use crate::trace::apply::{Env, Rv, TraceError};
+
+/// `c = cache_read(block, "B", at=loop, layout=[1, 0])`.
+pub(super) fn cache_read(
+    env: &mut Env,
+    nest: &mut Nest,
+    out: &str,
+    block: &str,
+    tensor: &str,
+    at: &str,
+    layout: Option<&[usize]>,
+) -> Result<Stepped, TraceError> {
+    let b = env.block(block)?;
+    let a = env.loop_(at)?;
+    let c = nest.cache_read(b, tensor, a, layout).map_err(|e| env.sched(e))?;
+    env.vars.insert(out.to_string(), Rv::Block(c));
+    Ok(PLAIN)
+}
+
+/// `w = cache_write(block, at=loop)`.
+pub(super) fn cache_write(
+    env: &mut Env,
+    nest: &mut Nest,
+    out: &str,
+    block: &str,
+    at: &str,
+) -> Result<Stepped, TraceError> {
+    let b = env.block(block)?;
+    let a = env.loop_(at)?;
+    let w = nest.cache_write(b, a).map_err(|e| env.sched(e))?;
+    env.vars.insert(out.to_string(), Rv::Block(w));
+    Ok(PLAIN)
+}
+
+/// `compute_at(block, loop)`.
+pub(super) fn compute_at(env: &mut Env, nest: &mut Nest, block: &str, loop_: &str) -> Result<Stepped, TraceError> {
+    let b = env.block(block)?;
+    let l = env.loop_(loop_)?;
+    nest.compute_at(b, l).map_err(|e| env.sched(e))?;
+    Ok(PLAIN)
+}
+
+/// `init = decompose_reduction(block, loop)`.
+pub(super) fn decompose_reduction(
+    env: &mut Env,
+    nest: &mut Nest,
+    out: &str,
+    block: &str,
+    loop_: &str,
+) -> Result<Stepped, TraceError> {
+    let b = env.block(block)?;
+    let l = env.loop_(loop_)?;
+    let i = nest.decompose_reduction(b, l).map_err(|e| env.sched(e))?;
+    env.vars.insert(out.to_string(), Rv::Block(i));
+    Ok(PLAIN)
+}

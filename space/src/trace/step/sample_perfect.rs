@@ -1,0 +1,54 @@
+//! `sample_perfect_tile`: factors whose product is a loop's constant extent.
+
+use super::Stepped;
+use crate::expr::{simplify, Expr};
+use crate::ids::LoopId;
+use crate::ir::Nest;
+use crate::sample::{count_perfect, perfect_domain_ok, sample_perfect};
+use crate::trace::apply::{Env, Rv, TraceError, TraceErrorKind};
+use crate::trace::Inst;
+use rand_chacha::ChaCha8Rng;
+
+/// The extent of a loop as a constant under the nest's vscale domain, if it is one.
+fn const_extent(nest: &Nest, l: LoopId) -> Option<i64> {
+    let e = simplify(nest.extent(l), nest);
+    match nest.caps.fixed_vscale() {
+        Some(v) => simplify(&e.with_vscale(i64::from(v)), nest).as_int(),
+        None => e.as_int(),
+    }
+}
+
+/// `a, b = sample_perfect_tile(loop, n=2, max_innermost_factor=16, decision=[8, 16])`.
+pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>) -> Result<Stepped, TraceError> {
+    let Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } = env.inst else {
+        return Err(env.err(TraceErrorKind::WrongKind, "not a sample_perfect_tile instruction".into()));
+    };
+    let l = env.loop_(loop_)?;
+    let Some(extent) = const_extent(nest, l) else {
+        return Err(env.err(
+            TraceErrorKind::Sample,
+            format!(
+                "loop `{}` has extent {}, not a constant; use sample_scalable_tile or sample_mixed_tile",
+                nest.loop_name(l),
+                nest.expr_text(nest.extent(l))
+            ),
+        ));
+    };
+    let d = match (decision, rng) {
+        (Some(d), _) => {
+            perfect_domain_ok(extent, *n, *max_innermost_factor, d).map_err(|e| env.sample_err(e))?;
+            d.clone()
+        }
+        (None, Some(r)) => sample_perfect(extent, *n, *max_innermost_factor, r).map_err(|e| env.sample_err(e))?,
+        (None, None) => return Err(env.no_decision()),
+    };
+    for (o, f) in outs.iter().zip(&d) {
+        env.vars.insert(o.clone(), Rv::Expr(Expr::Int(*f)));
+    }
+    let size = count_perfect(extent, *n, *max_innermost_factor);
+    let mut inst = env.inst.clone();
+    if let Inst::SamplePerfectTile { decision, .. } = &mut inst {
+        *decision = Some(d);
+    }
+    Ok((Some(inst), Some(size)))
+}
