@@ -154,8 +154,8 @@ pub fn initial_nest(w: &Workload, target: &Target) -> Nest {
 pub fn initial_nest_at_vl(w: &Workload, target: &Target, vl_bits: u32) -> Result<Nest, CompileError> {
     let caps = specialize(&target.name, &target.caps, vl_bits)?;
     let mut kinds = target.vector_kinds();
-    for (name, k) in &mut kinds {
-        *k = specialize(name, k, vl_bits)?;
+    for (kind, caps) in &mut kinds {
+        *caps = specialize(&kind.to_string(), caps, vl_bits)?;
     }
     Ok(Nest::from_workload(w, caps).with_kinds(kinds))
 }

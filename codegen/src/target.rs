@@ -4,7 +4,7 @@
 //! embedded in the binary. `host` is resolved against this machine through
 //! LLVM's host CPU detection.
 
-use scaletune_space::VectorCaps;
+use scaletune_space::{VectorCaps, VectorKind};
 use serde::Deserialize;
 use std::path::Path;
 use thiserror::Error;
@@ -303,40 +303,40 @@ impl Target {
     /// NEON (`neon`); on RVV, length-agnostic (`rvv-vla`) and fixed at the
     /// first default VLEN (`rvv-<bits>`); on x86, the fixed widths the CPU has
     /// (`avx512`, `avx2`, else `sse`). The first kind is the target's default.
-    pub fn vector_kinds(&self) -> Vec<(String, VectorCaps)> {
+    pub fn vector_kinds(&self) -> Vec<(VectorKind, VectorCaps)> {
         let c = &self.caps;
         let mut kinds = Vec::new();
         match self.arch {
             Arch::Aarch64 if c.scalable => {
                 let fixed_vl = c.min_bits() == c.max_bits();
                 if fixed_vl {
-                    kinds.push(("sve".to_string(), c.clone()));
+                    kinds.push((VectorKind::Sve, c.clone()));
                 }
                 let mut vla = VectorCaps::scalable(128, 128, 2048);
                 vla.has_sme = c.has_sme;
-                kinds.push(("sve-vla".to_string(), if fixed_vl { vla } else { c.clone() }));
-                kinds.push(("neon".to_string(), VectorCaps::fixed(128)));
+                kinds.push((VectorKind::SveVla, if fixed_vl { vla } else { c.clone() }));
+                kinds.push((VectorKind::Neon, VectorCaps::fixed(128)));
             }
-            Arch::Aarch64 => kinds.push(("neon".to_string(), c.clone())),
+            Arch::Aarch64 => kinds.push((VectorKind::Neon, c.clone())),
             Arch::Riscv64 if c.scalable => {
-                kinds.push(("rvv-vla".to_string(), c.clone()));
+                kinds.push((VectorKind::RvvVla, c.clone()));
                 if let Some(&vl) = self.default_vl_bits.first() {
                     let v = vl / c.granule_bits;
                     let fixed = VectorCaps { vscale_values: vec![v], ..c.clone() };
-                    kinds.push((format!("rvv-{vl}"), fixed));
+                    kinds.push((VectorKind::RvvFixed(vl), fixed));
                 }
             }
-            Arch::Riscv64 => kinds.push(("rvv".to_string(), c.clone())),
+            Arch::Riscv64 => kinds.push((VectorKind::Rvv, c.clone())),
             Arch::X86_64 => {
                 let has = |f: &str| self.features.split(',').any(|x| x == format!("+{f}"));
                 if has("avx512f") {
-                    kinds.push(("avx512".to_string(), VectorCaps { has_gather: true, ..VectorCaps::fixed(512) }));
+                    kinds.push((VectorKind::Avx512, VectorCaps { has_gather: true, ..VectorCaps::fixed(512) }));
                 }
                 if has("avx2") {
-                    kinds.push(("avx2".to_string(), VectorCaps { has_gather: true, ..VectorCaps::fixed(256) }));
+                    kinds.push((VectorKind::Avx2, VectorCaps { has_gather: true, ..VectorCaps::fixed(256) }));
                 }
                 if kinds.is_empty() {
-                    kinds.push(("sse".to_string(), VectorCaps::fixed(128)));
+                    kinds.push((VectorKind::Sse, VectorCaps::fixed(128)));
                 }
             }
         }
@@ -370,7 +370,7 @@ mod tests {
     use super::*;
 
     fn kind_names(t: &Target) -> Vec<String> {
-        t.vector_kinds().into_iter().map(|(k, _)| k).collect()
+        t.vector_kinds().into_iter().map(|(k, _)| k.to_string()).collect()
     }
 
     #[test]

@@ -9,7 +9,7 @@ use scaletune_space::data::make_args;
 use scaletune_space::ids::{BlockId, LoopId};
 use scaletune_space::ir::{Nest, Node, Tail};
 use scaletune_space::reference::{compare, evaluate};
-use scaletune_space::trace::{parse_trace, Inst, Rv, SArg, TExpr, Trace};
+use scaletune_space::trace::{parse_trace, Choice, Inst, Rv, TExpr, Trace};
 use scaletune_space::workload::{load, Role, Workload};
 use scaletune_space::VectorCaps;
 use std::collections::HashMap;
@@ -127,7 +127,7 @@ impl Gen {
                 self.try_inst(Inst::Reorder { loops: order });
             }
             3 | 4 => {
-                let tail = SArg::lit(Tail::ALL[mv[3] as usize % 3].name());
+                let tail = Choice::Lit(Tail::ALL[mv[3] as usize % 3]);
                 let inner = loops.last().expect("non-empty").0.clone();
                 let target = if mv[0] % 10 == 3 { inner } else { l };
                 self.try_inst(Inst::Vectorize { loop_: target, tail });
@@ -248,9 +248,9 @@ fn generator_covers_the_interesting_primitives() {
         }
         for i in &g.trace.insts {
             let key = match i {
-                Inst::Vectorize { tail: SArg::Lit(t), .. } if t == "predicate" => "vectorize-predicate",
-                Inst::Vectorize { tail: SArg::Lit(t), .. } if t == "peel" => "vectorize-peel",
-                Inst::Vectorize { tail: SArg::Lit(t), .. } if t == "scalar" => "vectorize-scalar",
+                Inst::Vectorize { tail: Choice::Lit(Tail::Predicate), .. } => "vectorize-predicate",
+                Inst::Vectorize { tail: Choice::Lit(Tail::Peel), .. } => "vectorize-peel",
+                Inst::Vectorize { tail: Choice::Lit(Tail::Scalar), .. } => "vectorize-scalar",
                 other => other.name(),
             };
             *seen.entry(key).or_default() += 1;

@@ -218,29 +218,37 @@ pub fn sampled_choices(trace: &Trace, key: &str) -> Vec<String> {
 }
 
 fn categorical_values(trace: &Trace, key: &str, literals: bool) -> Vec<String> {
-    use crate::trace::{Cand, SArg};
+    use crate::trace::{Cand, Choice};
     let value_of = |name: &str| {
         trace.insts.iter().find_map(|x| match x {
             Inst::SampleCategorical { out, candidates, decision: Some(d), .. } if out == name => {
                 Some(match &candidates[*d] {
                     Cand::Int(v) => v.to_string(),
-                    Cand::Str(s) => s.clone(),
+                    Cand::Tail(t) => t.name().to_string(),
+                    Cand::Kind(k) => k.to_string(),
                 })
             }
             _ => None,
         })
     };
+    /// The literal's text, or the name of the result that holds the value.
+    fn split<T: ToString>(c: &Choice<T>) -> (Option<String>, Option<&str>) {
+        match c {
+            Choice::Lit(v) => (Some(v.to_string()), None),
+            Choice::Rv(n) => (None, Some(n.as_str())),
+        }
+    }
     let mut out = Vec::new();
     for inst in &trace.insts {
-        let arg = match (inst, key) {
-            (Inst::Vectorize { tail, .. }, "tail") => tail,
-            (Inst::UseVectors { kind }, "kind") => kind,
+        let (lit, rv) = match (inst, key) {
+            (Inst::Vectorize { tail, .. }, "tail") => split(tail),
+            (Inst::UseVectors { kind }, "kind") => split(kind),
             _ => continue,
         };
-        match arg {
-            SArg::Lit(s) if literals => out.push(s.clone()),
-            SArg::Lit(_) => {}
-            SArg::Rv(n) => out.extend(value_of(n)),
+        match (lit, rv) {
+            (Some(s), _) if literals => out.push(s),
+            (_, Some(n)) => out.extend(value_of(n)),
+            _ => {}
         }
     }
     out
@@ -255,12 +263,12 @@ pub fn vectorized_loops(nest: &Nest) -> usize {
 mod tests {
     use super::*;
     use crate::workload::load;
-    use crate::VectorCaps;
+    use crate::{VectorCaps, VectorKind};
 
     fn rejection_reasons(
         reference: &str,
         caps: VectorCaps,
-        kinds: Vec<(String, VectorCaps)>,
+        kinds: Vec<(VectorKind, VectorCaps)>,
     ) -> std::collections::BTreeMap<String, usize> {
         let w = load(reference).expect("loads");
         let nest = Nest::from_workload(&w, caps).with_kinds(kinds);
@@ -281,8 +289,8 @@ mod tests {
     fn gather_workloads_rarely_reject_draws() {
         let rvv = VectorCaps::scalable(64, 128, 1024);
         let kinds = vec![
-            ("rvv-vla".to_string(), rvv.clone()),
-            ("rvv-128".to_string(), VectorCaps { vscale_values: vec![2], ..rvv.clone() }),
+            (VectorKind::RvvVla, rvv.clone()),
+            (VectorKind::RvvFixed(128), VectorCaps { vscale_values: vec![2], ..rvv.clone() }),
         ];
         let errors = rejection_reasons("paged_read", rvv, kinds);
         assert!(errors.values().sum::<usize>() < 20, "{errors:#?}");
@@ -292,8 +300,8 @@ mod tests {
     fn multi_statement_workloads_rarely_reject_draws() {
         let rvv = VectorCaps::scalable(64, 128, 1024);
         let kinds = vec![
-            ("rvv-vla".to_string(), rvv.clone()),
-            ("rvv-128".to_string(), VectorCaps { vscale_values: vec![2], ..rvv.clone() }),
+            (VectorKind::RvvVla, rvv.clone()),
+            (VectorKind::RvvFixed(128), VectorCaps { vscale_values: vec![2], ..rvv.clone() }),
         ];
         let errors = rejection_reasons("softmax_rows", rvv, kinds);
         assert!(errors.values().sum::<usize>() < 20, "{errors:#?}");
@@ -352,9 +360,9 @@ mod tests {
     fn rejected_draws_are_rare() {
         let w = load("matmul:M=256,N=256,K=256").expect("loads");
         let kinds = vec![
-            ("sve".to_string(), VectorCaps::scalable(128, 256, 256)),
-            ("sve-vla".to_string(), VectorCaps::sve_any()),
-            ("neon".to_string(), VectorCaps::fixed(128)),
+            (VectorKind::Sve, VectorCaps::scalable(128, 256, 256)),
+            (VectorKind::SveVla, VectorCaps::sve_any()),
+            (VectorKind::Neon, VectorCaps::fixed(128)),
         ];
         let nest = Nest::from_workload(&w, VectorCaps::scalable(128, 256, 256)).with_kinds(kinds);
         let space = DesignSpace::generate(&nest);

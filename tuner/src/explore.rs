@@ -204,7 +204,7 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs, rt: &Handle) -> E
         let kind = ks
             .first()
             .cloned()
-            .unwrap_or_else(|| target.vector_kinds().first().map(|k| k.0.clone()).unwrap_or_default());
+            .unwrap_or_else(|| target.vector_kinds().first().map(|k| k.0.to_string()).unwrap_or_default());
         *kinds.entry(kind).or_insert(0) += 1;
     }
     let _ = writeln!(

@@ -24,6 +24,7 @@ pub use verify::VerifyError;
 use crate::caps::VectorCaps;
 use crate::expr::Expr;
 use crate::ids::{BlockId, LoopId, TensorId, VarId};
+use crate::kind::VectorKind;
 use crate::workload::{Access, AxisKind, Role, ScalarParam, UpdateOp, Value};
 use crate::DType;
 use serde::{Deserialize, Serialize};
@@ -66,6 +67,12 @@ impl Tail {
     /// Parses a keyword.
     pub fn parse(s: &str) -> Option<Tail> {
         Tail::ALL.into_iter().find(|t| t.name() == s)
+    }
+}
+
+impl std::fmt::Display for Tail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -204,7 +211,7 @@ pub struct Nest {
     pub caps: VectorCaps,
     /// The kinds of vectors the target offers, by name (`use_vectors` picks one).
     #[serde(default)]
-    pub kinds: Vec<(String, VectorCaps)>,
+    pub kinds: Vec<(VectorKind, VectorCaps)>,
     /// True once a trace instruction has transformed the nest.
     #[serde(default)]
     pub transformed: bool,
@@ -212,7 +219,7 @@ pub struct Nest {
 
 impl Nest {
     /// Offers named vector kinds (from the target) for `use_vectors`.
-    pub fn with_kinds(mut self, kinds: Vec<(String, VectorCaps)>) -> Nest {
+    pub fn with_kinds(mut self, kinds: Vec<(VectorKind, VectorCaps)>) -> Nest {
         self.kinds = kinds;
         self
     }

@@ -129,11 +129,12 @@ mod tests {
     use crate::sample::task_rng;
     use crate::workload::load;
     use crate::VectorCaps;
+    use crate::VectorKind;
 
     #[test]
     fn every_mutator_changes_decisions_only_and_replays() {
         let w = load("matmul:M=64,N=96,K=32").expect("loads");
-        let kinds = vec![("sve-vla".to_string(), VectorCaps::sve_any()), ("neon".to_string(), VectorCaps::fixed(128))];
+        let kinds = vec![(VectorKind::SveVla, VectorCaps::sve_any()), (VectorKind::Neon, VectorCaps::fixed(128))];
         let nest = Nest::from_workload(&w, VectorCaps::sve_any()).with_kinds(kinds);
         let space = DesignSpace::generate(&nest);
         let mut rng = task_rng(5, 0);
@@ -155,7 +156,7 @@ mod tests {
 
     fn space_of(reference: &str) -> DesignSpace {
         let w = load(reference).expect("loads");
-        let kinds = vec![("sve-vla".to_string(), VectorCaps::sve_any()), ("neon".to_string(), VectorCaps::fixed(128))];
+        let kinds = vec![(VectorKind::SveVla, VectorCaps::sve_any()), (VectorKind::Neon, VectorCaps::fixed(128))];
         DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::sve_any()).with_kinds(kinds))
     }
 

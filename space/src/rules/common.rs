@@ -2,7 +2,8 @@
 
 use super::analysis::{scalable, AxisLoop};
 use super::State;
-use crate::trace::{Cand, Inst, SArg, TExpr};
+use crate::ir::Tail;
+use crate::trace::{Cand, Choice, Inst, TExpr};
 
 /// Largest multiplier of one vscale granule in a sampled vector length.
 pub(crate) const MAX_VSCALE_MULT: i64 = 4;
@@ -90,18 +91,18 @@ fn may_leave_tail(s: &State, l: &str) -> bool {
 /// The tail strategy of vector loop `l`: sampled when a tail may remain
 /// (scalable vectors, or a split that rounds up), `predicate` otherwise
 /// (the choice would change nothing).
-pub(crate) fn tail(s: &mut State, l: &str) -> Option<SArg> {
+pub(crate) fn tail(s: &mut State, l: &str) -> Option<Choice<Tail>> {
     if !scalable(&s.probe) && !may_leave_tail(s, l) {
-        return Some(SArg::lit("predicate"));
+        return Some(Choice::Lit(Tail::Predicate));
     }
     let out = s.name("tail");
     let ok = s.push(Inst::SampleCategorical {
         out: out.clone(),
-        candidates: ["predicate", "peel", "scalar"].iter().map(|t| Cand::Str(t.to_string())).collect(),
+        candidates: Tail::ALL.iter().map(|t| Cand::Tail(*t)).collect(),
         probs: vec![0.4, 0.3, 0.3],
         decision: None,
     });
-    ok.then_some(SArg::Rv(out))
+    ok.then_some(Choice::Rv(out))
 }
 
 /// `vectorize(l, tail=...)` with a sampled tail.

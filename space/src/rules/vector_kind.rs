@@ -2,7 +2,7 @@
 //! fixed-VLEN / length-agnostic, AVX2 / AVX-512.
 
 use super::{State, WorkloadRule};
-use crate::trace::{Cand, Inst, SArg};
+use crate::trace::{Cand, Choice, Inst};
 
 /// Samples which of the target's vector kinds to generate.
 pub struct VectorKind;
@@ -13,7 +13,7 @@ impl WorkloadRule for VectorKind {
     }
 
     fn apply(&self, st: &State) -> Option<Vec<State>> {
-        let kinds: Vec<String> = st.probe.kinds.iter().map(|(k, _)| k.clone()).collect();
+        let kinds: Vec<Cand> = st.probe.kinds.iter().map(|(k, _)| Cand::Kind(*k)).collect();
         if kinds.len() < 2 {
             return None;
         }
@@ -22,10 +22,10 @@ impl WorkloadRule for VectorKind {
         let p = 1.0 / kinds.len() as f64;
         let ok = s.push(Inst::SampleCategorical {
             out: out.clone(),
-            candidates: kinds.into_iter().map(Cand::Str).collect(),
+            candidates: kinds,
             probs: vec![p; st.probe.kinds.len()],
             decision: None,
-        }) && s.push(Inst::UseVectors { kind: SArg::Rv(out) });
+        }) && s.push(Inst::UseVectors { kind: Choice::Rv(out) });
         ok.then(|| vec![s.mark(self.name())])
     }
 }

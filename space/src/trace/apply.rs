@@ -1,10 +1,11 @@
 //! Replaying a trace on a loop nest.
 
 use super::domain::{Count, Provenance};
-use super::{Inst, SArg, TExpr, Trace};
+use super::{Choice, Inst, SArg, TExpr, Trace};
 use crate::expr::Expr;
 use crate::ids::{BlockId, LoopId};
-use crate::ir::Nest;
+use crate::ir::{Nest, Tail};
+use crate::kind::VectorKind;
 use crate::sample::SampleError;
 use crate::schedule::{ErrorKind, ScheduleError};
 use rand_chacha::ChaCha8Rng;
@@ -21,8 +22,10 @@ pub enum Rv {
     Loop(LoopId),
     /// An integer expression.
     Expr(Expr),
-    /// A string (a categorical choice).
-    Str(String),
+    /// A tail strategy (a categorical choice).
+    Tail(Tail),
+    /// A vector kind (a categorical choice).
+    Kind(VectorKind),
 }
 
 /// The category of a trace failure.
@@ -130,9 +133,30 @@ impl Env<'_> {
         match a {
             SArg::Lit(s) => Ok(s.clone()),
             SArg::Rv(n) => match self.get(n)? {
-                Rv::Str(s) => Ok(s.clone()),
+                Rv::Tail(t) => Ok(t.name().to_string()),
+                Rv::Kind(k) => Ok(k.to_string()),
                 Rv::Expr(Expr::Int(v)) => Ok(v.to_string()),
-                _ => Err(self.err(TraceErrorKind::WrongKind, format!("`{n}` is not a string"))),
+                _ => Err(self.err(TraceErrorKind::WrongKind, format!("`{n}` is not a value"))),
+            },
+        }
+    }
+
+    pub(super) fn tail(&self, a: &Choice<Tail>) -> Result<Tail, TraceError> {
+        match a {
+            Choice::Lit(t) => Ok(*t),
+            Choice::Rv(n) => match self.get(n)? {
+                Rv::Tail(t) => Ok(*t),
+                _ => Err(self.err(TraceErrorKind::WrongKind, format!("`{n}` is not a tail strategy"))),
+            },
+        }
+    }
+
+    pub(super) fn kind(&self, a: &Choice<VectorKind>) -> Result<VectorKind, TraceError> {
+        match a {
+            Choice::Lit(k) => Ok(*k),
+            Choice::Rv(n) => match self.get(n)? {
+                Rv::Kind(k) => Ok(*k),
+                _ => Err(self.err(TraceErrorKind::WrongKind, format!("`{n}` is not a vector kind"))),
             },
         }
     }

@@ -16,6 +16,7 @@
 //! ```
 
 mod apply;
+mod check;
 mod domain;
 mod parse;
 mod print;
@@ -29,6 +30,8 @@ pub use apply::{Rv, TraceError, TraceErrorKind};
 pub use domain::Count;
 pub use parse::parse_trace;
 
+use crate::ir::Tail;
+use crate::kind::VectorKind;
 use serde::{Deserialize, Serialize};
 
 /// An integer expression in a trace (split factors): constants, `vscale`,
@@ -61,14 +64,35 @@ pub enum SArg {
     Rv(String),
 }
 
-/// One candidate of `sample_categorical`.
+/// A typed argument of an instruction: a literal, or the name of a
+/// `sample_categorical` result that holds one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Choice<T> {
+    /// A literal value.
+    Lit(T),
+    /// A named result.
+    Rv(String),
+}
+
+/// One candidate of `sample_categorical`: a typed value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cand {
-    /// An integer.
+    /// An integer (an unroll depth, a chunk count, ...).
     Int(i64),
-    /// A string.
-    Str(String),
+    /// A tail strategy.
+    Tail(Tail),
+    /// A vector kind.
+    Kind(VectorKind),
+}
+
+impl Cand {
+    /// The candidate a quoted string of trace text names: a tail strategy
+    /// or a vector kind.
+    pub fn from_name(s: &str) -> Option<Cand> {
+        Tail::parse(s).map(Cand::Tail).or_else(|| s.parse().ok().map(Cand::Kind))
+    }
 }
 
 /// One schedule instruction.
@@ -116,8 +140,8 @@ pub enum Inst {
         /// Loop.
         #[serde(rename = "loop")]
         loop_: String,
-        /// Tail strategy: `predicate`, `peel` or `scalar`.
-        tail: SArg,
+        /// Tail strategy.
+        tail: Choice<Tail>,
     },
     /// `unroll(loop)`.
     Unroll {
@@ -183,8 +207,8 @@ pub enum Inst {
     /// `use_vectors("sve-vla")`: the kind of vectors to generate (one of the
     /// target's vector kinds); must precede every loop transformation.
     UseVectors {
-        /// Kind name (or a sampled name).
-        kind: SArg,
+        /// The kind (or a sampled name).
+        kind: Choice<VectorKind>,
     },
     /// `a, b = sample_perfect_tile(loop, n=2, max_innermost_factor=16, decision=[8, 16])`:
     /// `n` factors whose product is the loop's constant extent.

@@ -1,7 +1,8 @@
 //! Parser for the text form of traces.
 
 use super::apply::{TraceError, TraceErrorKind};
-use super::{Cand, Inst, SArg, TExpr, Trace};
+use super::{Cand, Choice, Inst, SArg, TExpr, Trace};
+use crate::ir::Tail;
 use crate::text::{lex, Cursor, SyntaxError, Tok};
 
 #[derive(Clone, Debug)]
@@ -38,6 +39,7 @@ pub fn parse_trace(text: &str) -> Result<Trace, TraceError> {
         trace.insts.push(inst);
         trace.lines.push(no);
     }
+    super::check::check_kinds(&trace.insts, &trace.lines)?;
     Ok(trace)
 }
 
@@ -332,15 +334,15 @@ fn build(c: &Call) -> BuildResult<Inst> {
             c.npos(1)?;
             c.only_kws(&["tail"])?;
             let tail = match c.kw_sarg("tail")? {
-                None => SArg::lit("predicate"),
-                Some(SArg::Lit(t)) => {
-                    if crate::ir::Tail::parse(&t).is_none() {
+                None => Choice::Lit(Tail::Predicate),
+                Some(SArg::Lit(t)) => match Tail::parse(&t) {
+                    Some(tail) => Choice::Lit(tail),
+                    None => {
                         let off = c.kw("tail").map(|k| k.1).unwrap_or(0);
                         return Err((off, format!("unknown tail \"{t}\" (predicate, peel, scalar)")));
                     }
-                    SArg::Lit(t)
-                }
-                Some(rv) => rv,
+                },
+                Some(SArg::Rv(n)) => Choice::Rv(n),
             };
             Inst::Vectorize { loop_: c.name_at(0, "a loop")?, tail }
         }
@@ -411,8 +413,8 @@ fn build(c: &Call) -> BuildResult<Inst> {
             c.npos(1)?;
             c.only_kws(&[])?;
             let kind = match &c.pos[0] {
-                (Arg::Str(s), _) => SArg::Lit(s.clone()),
-                (Arg::Name(n), _) => SArg::Rv(n.clone()),
+                (Arg::Str(s), off) => Choice::Lit(s.parse().map_err(|e: crate::kind::UnknownKind| (*off, e.to_string()))?),
+                (Arg::Name(n), _) => Choice::Rv(n.clone()),
                 (_, off) => return Err((*off, "expected a vector kind as a \"string\" or a name".into())),
             };
             Inst::UseVectors { kind }
@@ -473,8 +475,10 @@ fn build(c: &Call) -> BuildResult<Inst> {
             c.only_kws(&["candidates", "probs", "decision"])?;
             let cand_item = |a: &Arg, off: usize| match a {
                 Arg::Expr(TExpr::Int(v)) => Ok(Cand::Int(*v)),
-                Arg::Str(s) => Ok(Cand::Str(s.clone())),
-                _ => Err((off, "candidates must be integers or strings".to_string())),
+                Arg::Str(s) => Cand::from_name(s).ok_or_else(|| {
+                    (off, format!("unknown candidate \"{s}\" (a tail strategy, a vector kind, or an integer)"))
+                }),
+                _ => Err((off, "candidates must be integers, tail strategies or vector kinds".to_string())),
             };
             let prob_item = |a: &Arg, off: usize| match a {
                 Arg::Float(v) => Ok(*v),

@@ -1,6 +1,6 @@
 //! Text form of traces.
 
-use super::{Cand, Inst, SArg, TExpr, Trace};
+use super::{Cand, Choice, Inst, SArg, TExpr, Trace};
 use std::fmt;
 
 impl fmt::Display for TExpr {
@@ -56,11 +56,21 @@ impl fmt::Display for SArg {
     }
 }
 
+impl<T: fmt::Display> fmt::Display for Choice<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Choice::Lit(v) => f.write_str(&q(&v.to_string())),
+            Choice::Rv(n) => f.write_str(n),
+        }
+    }
+}
+
 impl fmt::Display for Cand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cand::Int(v) => write!(f, "{v}"),
-            Cand::Str(s) => f.write_str(&q(s)),
+            Cand::Tail(t) => f.write_str(&q(t.name())),
+            Cand::Kind(k) => f.write_str(&q(&k.to_string())),
         }
     }
 }

@@ -129,3 +129,46 @@ fn a_design_space_sample_replays_only_on_its_own_shape() {
     // The output rows (H - 2) are tiled perfectly: a decision for 4 rows cannot multiply to 5.
     assert_eq!(refused, 20);
 }
+
+#[test]
+fn names_of_the_wrong_kind_are_parse_errors_naming_the_line() {
+    let err = |text: &str| parse_trace(text).expect_err("wrong kind").to_string();
+    assert_eq!(
+        err("b = get_block(\"C\")\ni, j, k = get_loops(b)\nl = get_loops(i)\n"),
+        "line 3: `l = get_loops(i)`: `i` is a loop, not a block"
+    );
+    assert_eq!(err("b = get_block(\"C\")\nunroll(b)\n"), "line 2: `unroll(b)`: `b` is a block, not a loop");
+    assert_eq!(
+        err("b = get_block(\"C\")\ni, j, k = get_loops(b)\ni0, i1 = split(i, factors=[None, j])\n"),
+        "line 3: `i0, i1 = split(i, factors=[None, j])`: `j` is a loop, not an integer"
+    );
+    let t = "k = sample_categorical(candidates=[\"sve\", \"neon\"], probs=[0.5, 0.5])\nb = get_block(\"C\")\ni, j, kk = get_loops(b)\nvectorize(j, tail=k)\n";
+    assert_eq!(err(t), "line 4: `vectorize(j, tail=k)`: `k` is a vector kind, not a tail strategy");
+    let t = "t = sample_categorical(candidates=[\"peel\", \"scalar\"], probs=[0.5, 0.5])\nuse_vectors(t)\n";
+    assert_eq!(err(t), "line 2: `use_vectors(t)`: `t` is a tail strategy, not a vector kind");
+    let t = "t = sample_categorical(candidates=[4, \"peel\"], probs=[0.5, 0.5])\n";
+    assert!(err(t).ends_with("candidates mix an integer and a tail strategy"), "{}", err(t));
+}
+
+#[test]
+fn choices_are_typed_values() {
+    let e = parse_trace("use_vectors(\"altivec\")\n").expect_err("unknown kind").to_string();
+    assert!(e.starts_with("line 1, column 13: ") && e.contains("unknown vector kind `altivec`"), "{e}");
+    let e =
+        parse_trace("t = sample_categorical(candidates=[\"fast\"], probs=[1.0])\n").expect_err("unknown").to_string();
+    assert!(e.contains("unknown candidate \"fast\""), "{e}");
+    let t = parse_trace("k = sample_categorical(candidates=[\"rvv-256\", \"sve-vla\", 8], probs=[0.5, 0.5, 0.0])\n");
+    assert!(t.is_err(), "mixed kinds and integers");
+    let t = parse_trace(
+        "k = sample_categorical(candidates=[\"rvv-256\", \"sve-vla\"], probs=[0.5, 0.5])\nuse_vectors(k)\n",
+    )
+    .expect("parses");
+    match &t.insts[0] {
+        Inst::SampleCategorical { candidates, .. } => assert_eq!(
+            candidates,
+            &[Cand::Kind(crate::VectorKind::RvvFixed(256)), Cand::Kind(crate::VectorKind::SveVla)]
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(Trace::from_json(&t.to_json()).expect("json").insts, t.insts);
+}

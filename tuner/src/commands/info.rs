@@ -32,7 +32,7 @@ pub fn targets(name: Option<&str>) -> Result<String, PipelineError> {
             let _ = writeln!(out, "  cpu       {}", t.cpu);
             let _ = writeln!(out, "  features  {}", t.features);
             let _ = writeln!(out, "  vectors   {}", t.vector_summary());
-            let kinds: Vec<String> = t.vector_kinds().into_iter().map(|(k, _)| k).collect();
+            let kinds: Vec<String> = t.vector_kinds().into_iter().map(|(k, _)| k.to_string()).collect();
             let _ = writeln!(out, "  kinds     {}", kinds.join(", "));
             let vs: Vec<String> = t.caps.vscale_values.iter().map(|v| v.to_string()).collect();
             let _ = writeln!(out, "  vscale    {{{}}}", vs.join(", "));

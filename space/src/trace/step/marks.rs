@@ -2,15 +2,19 @@
 
 use super::{Stepped, PLAIN};
 use crate::ir::{Nest, Node, Tail};
+use crate::kind::VectorKind;
 use crate::trace::apply::{Env, Rv, TraceError, TraceErrorKind};
-use crate::trace::SArg;
+use crate::trace::{Choice, SArg};
 
 /// `vectorize(loop, tail="predicate")` (the tail may be a sampled name).
-pub(super) fn vectorize(env: &mut Env, nest: &mut Nest, loop_: &str, tail: &SArg) -> Result<Stepped, TraceError> {
+pub(super) fn vectorize(
+    env: &mut Env,
+    nest: &mut Nest,
+    loop_: &str,
+    tail: &Choice<Tail>,
+) -> Result<Stepped, TraceError> {
     let l = env.loop_(loop_)?;
-    let t = env.string(tail)?;
-    let tail = Tail::parse(&t)
-        .ok_or_else(|| env.err(TraceErrorKind::WrongKind, format!("unknown tail \"{t}\" (predicate, peel, scalar)")))?;
+    let tail = env.tail(tail)?;
     nest.vectorize(l, tail).map_err(|e| env.sched(e))?;
     Ok(PLAIN)
 }
@@ -40,7 +44,7 @@ pub(super) fn annotate(
     let node = match env.get(target)? {
         Rv::Loop(l) => Node::Loop(*l),
         Rv::Block(b) => Node::Block(*b),
-        Rv::Expr(_) | Rv::Str(_) => {
+        Rv::Expr(_) | Rv::Tail(_) | Rv::Kind(_) => {
             return Err(env.err(TraceErrorKind::WrongKind, format!("`{target}` is not a loop or block")))
         }
     };
@@ -50,8 +54,8 @@ pub(super) fn annotate(
 }
 
 /// `use_vectors("sve-vla")` (the kind may be a sampled name).
-pub(super) fn use_vectors(env: &mut Env, nest: &mut Nest, kind: &SArg) -> Result<Stepped, TraceError> {
-    let k = env.string(kind)?;
-    nest.use_vectors(&k).map_err(|e| env.sched(e))?;
+pub(super) fn use_vectors(env: &mut Env, nest: &mut Nest, kind: &Choice<VectorKind>) -> Result<Stepped, TraceError> {
+    let k = env.kind(kind)?;
+    nest.use_vectors(k).map_err(|e| env.sched(e))?;
     Ok(PLAIN)
 }

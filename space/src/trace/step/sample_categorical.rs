@@ -22,7 +22,8 @@ pub(super) fn step(env: &mut Env, rng: Option<&mut ChaCha8Rng>) -> Result<Steppe
     };
     let v = match &candidates[d] {
         Cand::Int(i) => Rv::Expr(Expr::Int(*i)),
-        Cand::Str(s) => Rv::Str(s.clone()),
+        Cand::Tail(t) => Rv::Tail(*t),
+        Cand::Kind(k) => Rv::Kind(*k),
     };
     env.vars.insert(out.clone(), v);
     let size = probs.iter().filter(|p| **p > 0.0).count() as u128;
