@@ -1,7 +1,7 @@
 //! End-to-end tests of the correctness harness: small C kernels compiled with clang-19, run natively and under QEMU.
 
 use scaletune_codegen::target::Target;
-use scaletune_measure::{check, CheckRequest, Harness, HarnessError, RunCheck, Status};
+use scaletune_measure::{check, run_once, CheckRequest, Harness, HarnessError, RunCheck, Status};
 use scaletune_space::workload::{load, Workload};
 use std::path::Path;
 use std::process::Command;
@@ -155,7 +155,7 @@ fn scale_add_passes_on_sve_at_four_vector_lengths() {
     let t = target("sve-generic");
     let obj = compile(&t, &scale_add_source(203));
     let harness = Harness::build(&request(&w, &t, &obj, vec![128, 256, 512, 2048])).expect("harness builds");
-    let runs: Vec<RunCheck> = [128, 256, 512, 2048].iter().map(|&vl| harness.run(vl)).collect();
+    let runs: Vec<RunCheck> = [128, 256, 512, 2048].iter().map(|&vl| run_once(&harness, vl)).collect();
     assert_ok(&runs);
     assert!(runs.iter().all(|r| r.emulated));
     assert_eq!(runs.iter().map(|r| r.vl_bits).collect::<Vec<_>>(), vec![128, 256, 512, 2048]);
@@ -249,7 +249,7 @@ fn an_impossible_vector_length_is_an_error() {
     let t = target("rvv");
     let obj = compile(&t, &src);
     let harness = Harness::build(&request(&w, &t, &obj, vec![128])).expect("harness builds");
-    let r = harness.run(96);
+    let r = run_once(&harness, 96);
     assert_eq!(r.status, Status::RunError);
     assert!(r.message.contains("96"), "{}", r.message);
 }
@@ -352,7 +352,7 @@ fn work_directories_are_removed_or_kept_as_asked() {
     let obj = compile(&t, &scale_add_plain(8, "N", ""));
     let harness = Harness::build(&request(&w, &t, &obj, vec![])).expect("harness builds");
     let dir = harness.work_dir().to_path_buf();
-    assert!(harness.run(host_vl(&t)).passed());
+    assert!(run_once(&harness, host_vl(&t)).passed());
     assert!(dir.join("driver").exists());
     drop(harness);
     assert!(!dir.exists(), "temporary work dir {} left behind", dir.display());

@@ -140,7 +140,7 @@ fn the_timing_mode_works_under_qemu_too() {
     let built = crafted_built(0, &w, &t, &scale_add_c(100, ""), TIMEOUT);
     let p = TimingProtocol { warmup: 1, number: 2, repeat: 3, min_repeat_ms: 0, flush_cache: false, pin_core: None };
     let opts = RunOptions { driver_args: driver_args(&p).expect("valid"), ..RunOptions::default() };
-    let (check, out) = built.harness.run_with(256, &opts);
+    let (check, out) = scaletune_measure::run_with(&built.harness, 256, &opts);
     assert_eq!(check.status, Status::Ok, "{}", check.message);
     let timing = parse_timing(&out.stdout, &p).expect("a timing report");
     assert_eq!((timing.number, timing.repeats_s.len()), (2, 3));

@@ -5,12 +5,12 @@
 //! vector length is one child process started with the driver's timing
 //! options, a cleared environment, the directory as its working directory
 //! and stdin closed, killed at its timeout (the same process code as the
-//! native runner: `harness::run::run_with_timeout`). The timeout starts when
+//! native runner: `process::run_with_timeout`). The timeout starts when
 //! the child is spawned, never while the request waited for a slot.
 
 use super::api::{RunRequest, VlRun};
-use crate::harness::run::{run_with_timeout, Ending};
 use crate::harness::ProcessEnding;
+use crate::process::{run_with_timeout, Ending};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;

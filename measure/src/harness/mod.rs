@@ -1,13 +1,16 @@
-//! The correctness harness: link a kernel object with a generated driver, run it at each vector length, compare.
+//! The correctness harness: link a kernel object with a generated driver, prepare its runs, and judge them against the reference.
 //!
-//! [`Harness::build`] prepares everything once per kernel: the deterministic
-//! arguments (`make_args`), the reference values and error bounds
+//! The harness links and judges; runners execute. [`Harness::build`]
+//! prepares everything once per kernel: the deterministic arguments
+//! (`make_args`), the reference values and error bounds
 //! (`reference::evaluate`), the input file, the driver source
-//! ([`driver_source`]) and the linked executable. [`Harness::run`] then runs
-//! that executable at one vector length — natively for the host target, under
-//! the target's QEMU user-mode command otherwise — and turns whatever happens
-//! into a [`RunCheck`]: a failed run is data, never an `Err` or a panic.
-//! [`check`] does both for every requested vector length. With the driver
+//! ([`driver_source`]) and the linked executable. [`Harness::prepare`]
+//! gives the command of one run at one vector length (natively for the host
+//! target, under the target's QEMU user-mode command otherwise); a runner
+//! executes it ([`crate::runner::exec`]) and the harness judges what
+//! happened into a [`RunCheck`]: a failed run is data, never an `Err` or a
+//! panic (a remote agent's run is judged by [`Harness::judge_remote`]).
+//! [`crate::check`] builds, runs and judges every requested vector length. With the driver
 //! options of [`timing`] (passed through [`RunOptions::driver_args`]), the
 //! same run also times the kernel after its checked first call.
 //!
@@ -24,19 +27,18 @@ mod check;
 mod driver;
 mod interpret;
 mod remote_judge;
-pub(crate) mod run;
 pub mod timing;
 
 pub use driver::driver_source;
 pub use remote_judge::{ExternalRun, ProcessEnding};
 pub use timing::{driver_args as timing_args, parse_timing, TimingError};
 
+use crate::process::{signal_name, Ending, RawRun};
 use crate::result::Status;
 pub(crate) use build::LinkCache;
 use build::{build_executable, write_file, INPUT_FILE};
 use driver::EXIT_UNSTABLE_OUTPUTS;
 pub use interpret::interpret;
-use run::{run_with_timeout, signal_name, Ending, RawRun};
 use scaletune_codegen::target::{Target, TargetError};
 use scaletune_space::data::make_args;
 use scaletune_space::reference::{evaluate, Comparison, RefTensor, ReferenceError};
@@ -140,7 +142,7 @@ impl RunCheck {
     }
 }
 
-/// Extra arguments and limits for one run (see [`Harness::run_with`]).
+/// Extra arguments and limits for one run (see [`Harness::prepare`]).
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Inserted between the QEMU command and the executable (ignored natively).
@@ -160,6 +162,39 @@ pub struct RunOutput {
     pub stdout: String,
     /// Standard error.
     pub stderr: String,
+}
+
+/// One run of a harness's driver, ready for a runner to execute (see
+/// [`Harness::prepare`] and [`crate::runner::exec`]).
+#[derive(Debug)]
+pub struct PreparedRun {
+    command: Command,
+    vl_bits: u32,
+    output: PathBuf,
+    how: String,
+    timeout: Duration,
+}
+
+/// What judging a run needs once its command has been taken to execute.
+#[derive(Debug)]
+pub(crate) struct PendingRun {
+    vl_bits: u32,
+    output: PathBuf,
+    how: String,
+    timeout: Duration,
+}
+
+impl PreparedRun {
+    /// The command to execute, its timeout, and what judging it needs.
+    pub(crate) fn split(self) -> (Command, Duration, PendingRun) {
+        let pending = PendingRun { vl_bits: self.vl_bits, output: self.output, how: self.how, timeout: self.timeout };
+        (self.command, self.timeout, pending)
+    }
+
+    /// The vector length of the run.
+    pub fn vl_bits(&self) -> u32 {
+        self.vl_bits
+    }
 }
 
 /// The directory a harness lives in.
@@ -292,44 +327,29 @@ impl Harness {
         &self.executable
     }
 
-    /// Runs the executable once at `vl_bits` and checks its outputs.
-    ///
-    /// Never fails: a vector length the target cannot run at, a process that
-    /// cannot start, a crash, a timeout or wrong outputs are all reported in
-    /// the returned [`RunCheck`].
-    pub fn run(&self, vl_bits: u32) -> RunCheck {
-        self.run_with(vl_bits, &RunOptions::default()).0
-    }
-
-    /// Like [`Harness::run`], with extra arguments for QEMU (before the
-    /// executable, e.g. a TCG plugin) and for the driver (after its input and
-    /// output paths), and returning the run's stdout and stderr for runners
-    /// that parse more than the verdict.
-    pub fn run_with(&self, vl_bits: u32, opts: &RunOptions) -> (RunCheck, RunOutput) {
-        let mut captured = RunOutput::default();
-        let check = self.run_inner(vl_bits, opts, &mut captured);
-        (check, captured)
-    }
-
-    fn run_inner(&self, vl_bits: u32, opts: &RunOptions, captured: &mut RunOutput) -> RunCheck {
-        let emulated = !self.target.is_native();
-        let mut result = RunCheck {
+    /// Everything one run of the driver at `vl_bits` needs, for a runner to
+    /// execute: the command (natively, or under the target's QEMU command
+    /// with `opts.qemu_args`), where the driver writes its outputs, and the
+    /// timeout. A vector length the target cannot run at, or a target with
+    /// an empty QEMU command, is the run's verdict already (`Err`).
+    pub fn prepare(&self, vl_bits: u32, opts: &RunOptions) -> Result<PreparedRun, RunCheck> {
+        let mut refused = RunCheck {
             vl_bits,
             status: Status::RunError,
             comparisons: Vec::new(),
             max_abs_err: f64::NAN,
             message: String::new(),
-            emulated,
+            emulated: !self.target.is_native(),
             wall_time: Duration::ZERO,
         };
         if let Err(e) = self.target.vscale_for_vl(vl_bits) {
-            result.message = e.to_string();
-            return result;
+            refused.message = e.to_string();
+            return Err(refused);
         }
         let run_idx = self.n_runs.fetch_add(1, Ordering::Relaxed);
         let output = self.dir.path().join(format!("out-{vl_bits}-{run_idx}.bin"));
         let _ = std::fs::remove_file(&output);
-        let (mut cmd, how) = match self.target.qemu_command(vl_bits) {
+        let (mut command, how) = match self.target.qemu_command(vl_bits) {
             Some(words) => match words.split_first() {
                 Some((qemu, qemu_args)) => {
                     let mut cmd = Command::new(qemu);
@@ -337,22 +357,33 @@ impl Harness {
                     (cmd, format!("under {} at VL {vl_bits}", build::command_line(&words)))
                 }
                 None => {
-                    result.message = format!("target `{}` has an empty qemu command", self.target.name);
-                    return result;
+                    refused.message = format!("target `{}` has an empty qemu command", self.target.name);
+                    return Err(refused);
                 }
             },
             None => (Command::new(&self.executable), format!("natively at VL {vl_bits}")),
         };
-        cmd.arg(&self.input).arg(&output).args(&opts.driver_args).current_dir(self.dir.path());
-        cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
+        command.arg(&self.input).arg(&output).args(&opts.driver_args).current_dir(self.dir.path());
+        command.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let timeout = opts.timeout.unwrap_or(self.timeout);
-        let raw = run_with_timeout(cmd, timeout);
-        result.wall_time = raw.wall_time;
-        captured.stdout = raw.stdout.clone();
-        captured.stderr = raw.stderr.clone();
-        self.judge(&raw, &output, &how, timeout, &mut result);
-        let _ = std::fs::remove_file(&output);
-        result
+        Ok(PreparedRun { command, vl_bits, output, how, timeout })
+    }
+
+    /// Judges a finished run of `prepared` (see [`Harness::prepare`]): the
+    /// verdict, and what the run printed.
+    pub(crate) fn judge_run(&self, prepared: &PendingRun, raw: &RawRun) -> (RunCheck, RunOutput) {
+        let mut result = RunCheck {
+            vl_bits: prepared.vl_bits,
+            status: Status::RunError,
+            comparisons: Vec::new(),
+            max_abs_err: f64::NAN,
+            message: String::new(),
+            emulated: !self.target.is_native(),
+            wall_time: raw.wall_time,
+        };
+        self.judge(raw, &prepared.output, &prepared.how, prepared.timeout, &mut result);
+        let _ = std::fs::remove_file(&prepared.output);
+        (result, RunOutput { stdout: raw.stdout.clone(), stderr: raw.stderr.clone() })
     }
 
     /// Fills status, comparisons and message from a finished run.
@@ -429,11 +460,4 @@ fn stderr_excerpt(stderr: &str) -> String {
     let start = s.char_indices().rev().nth(KEEP).map_or(0, |(i, _)| i);
     let ellipsis = if start > 0 { "..." } else { "" };
     format!("; stderr: {ellipsis}{}", &s[start..])
-}
-
-/// Builds the harness once and runs it at every requested vector length (the
-/// target's defaults if none are given), in order.
-pub fn check(req: &CheckRequest) -> Result<Vec<RunCheck>, HarnessError> {
-    let harness = Harness::build(req)?;
-    Ok(harness.vl_bits().iter().map(|&vl| harness.run(vl)).collect())
 }

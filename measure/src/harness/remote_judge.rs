@@ -7,8 +7,8 @@
 //! guard-zone and unstable-output exits, every output element within its
 //! bound).
 
-use super::run::{Ending, RawRun};
 use super::{Harness, RunCheck};
+use crate::process::{Ending, RawRun};
 use crate::result::Status;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -86,7 +86,7 @@ impl Harness {
 
     /// Judges a run of this harness's executable (on its input file) that
     /// happened elsewhere; `place` says where, for messages (`on agent
-    /// graviton3`). Never fails: like [`Harness::run`], every outcome is a
+    /// graviton3`). Never fails: like a local run, every outcome is a
     /// [`RunCheck`].
     pub fn judge_remote(&self, run: &ExternalRun, place: &str) -> RunCheck {
         let mut result = RunCheck {

@@ -41,7 +41,7 @@ impl CheckRunner {
     /// process exits or is killed. Never fails: every outcome is a measurement.
     pub fn check(&self, built: &Built, vl_bits: u32) -> VlMeasurement {
         let mut m = VlMeasurement::bare(vl_bits, Status::RunError, &self.name, "");
-        let check = built.harness.run(vl_bits);
+        let check = super::exec::run_once(&built.harness, vl_bits);
         apply_check(&mut m, &check);
         m.wall_s = check.wall_time.as_secs_f64();
         m

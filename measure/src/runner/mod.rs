@@ -7,6 +7,7 @@ use scaletune_codegen::target::Target;
 use std::sync::Arc;
 
 pub mod check;
+pub mod exec;
 pub mod health;
 pub mod native;
 pub mod qemu;

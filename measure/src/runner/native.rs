@@ -83,7 +83,7 @@ impl NativeRunner {
             }
         };
         let opts = RunOptions { driver_args, timeout: self.timeout, ..RunOptions::default() };
-        let (check, output) = built.harness.run_with(vl_bits, &opts);
+        let (check, output) = super::exec::run_with(&built.harness, vl_bits, &opts);
         apply_check(&mut m, &check);
         m.wall_s = check.wall_time.as_secs_f64();
         if m.status == Status::Ok {

@@ -316,7 +316,7 @@ impl QemuRunner {
             timeout: self.timeout,
             env: vec![(THREADS_VAR.to_string(), "1".to_string())],
         };
-        let (check, output) = harness.run_with(vl_bits, &opts);
+        let (check, output) = super::exec::run_with(harness, vl_bits, &opts);
         apply_check(m, &check);
         m.wall_s = check.wall_time.as_secs_f64();
         if !matches!(check.status, Status::Ok | Status::WrongResult) {

@@ -60,24 +60,28 @@ fn joined(handle: Option<JoinHandle<Vec<u8>>>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Waits for `child` until `timeout` after `start` (with `wait-timeout`);
-/// kills it when the time is up.
+/// Waits for `child` until `timeout` after `start` (with `wait-timeout`,
+/// which may wake a little early: it waits again until the time is really
+/// up); kills it when the time is up.
 fn wait_with_timeout(child: &mut Child, timeout: Duration, start: Instant) -> Ending {
-    let remaining = timeout.saturating_sub(start.elapsed());
-    match child.wait_timeout(remaining) {
-        Ok(Some(status)) => ending_of(status),
-        Ok(None) => {
-            // kill() fails only if the child already exited; wait() reaps it either way.
-            let _ = child.kill();
-            match child.wait() {
-                Ok(status) if status.signal().is_none() => ending_of(status),
-                _ => Ending::TimedOut,
+    loop {
+        let remaining = timeout.saturating_sub(start.elapsed());
+        match child.wait_timeout(remaining) {
+            Ok(Some(status)) => return ending_of(status),
+            Ok(None) if start.elapsed() < timeout => continue,
+            Ok(None) => {
+                // kill() fails only if the child already exited; wait() reaps it either way.
+                let _ = child.kill();
+                return match child.wait() {
+                    Ok(status) if status.signal().is_none() => ending_of(status),
+                    _ => Ending::TimedOut,
+                };
             }
-        }
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Ending::Failed(format!("cannot wait for the process: {e}"))
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ending::Failed(format!("cannot wait for the process: {e}"));
+            }
         }
     }
 }
