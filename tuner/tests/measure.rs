@@ -92,19 +92,7 @@ fn instructions_per_vl(t: &str) -> Vec<(u32, u64)> {
 #[test]
 fn qemu_instruction_counts_fall_with_the_vl_for_scalable_code_and_stay_flat_for_neon() {
     let run = |schedule: &str| {
-        let o = scaletune(&[
-            "measure",
-            "matmul:M=64,N=64,K=64",
-            "--target",
-            "neoverse-v1",
-            "--runner",
-            "qemu",
-            "--vl",
-            "128,256,512",
-            "--schedule",
-            schedule,
-            "--no-cache",
-        ]);
+        let o = measure_on_neoverse_v1_under_qemu("matmul:M=64,N=64,K=64", schedule);
         let t = text(&o);
         assert!(o.status.success(), "{schedule}: {t}");
         assert!(t.contains("emulation time") && t.contains("not kernel time"), "{t}");
@@ -147,6 +135,23 @@ fn the_qemu_runner_emulates_the_host_and_refuses_impossible_vls() {
     assert!(t.contains("--runner remote needs --farm"), "{t}");
 }
 
+/// `measure WORKLOAD` on `neoverse-v1` under QEMU at VL 128, 256 and 512, without the artifact cache.
+fn measure_on_neoverse_v1_under_qemu(workload: &str, schedule: &str) -> std::process::Output {
+    scaletune(&[
+        "measure",
+        workload,
+        "--target",
+        "neoverse-v1",
+        "--runner",
+        "qemu",
+        "--vl",
+        "128,256,512",
+        "--schedule",
+        schedule,
+        "--no-cache",
+    ])
+}
+
 /// The VL lines of a `measure` report: (VL, status word, the VL its object was built for).
 fn vl_lines(t: &str) -> Vec<(u32, String, Option<u32>)> {
     t.lines()
@@ -163,29 +168,14 @@ fn vl_lines(t: &str) -> Vec<(u32, String, Option<u32>)> {
 #[test]
 fn a_fixed_length_schedule_is_built_for_each_vl_it_is_measured_at() {
     // matmul_tiled on a 256-bit Neoverse V1 is fixed-length SVE: one object per VL.
-    let fixed = [
-        "measure",
-        "matmul:M=96,N=96,K=96",
-        "--target",
-        "neoverse-v1",
-        "--runner",
-        "qemu",
-        "--vl",
-        "128,256,512",
-        "--schedule",
-        "configs/schedules/matmul_tiled.trace",
-        "--no-cache",
-    ];
-    let o = scaletune(&fixed);
+    let o = measure_on_neoverse_v1_under_qemu("matmul:M=96,N=96,K=96", "configs/schedules/matmul_tiled.trace");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     let ok = |vl: u32, built: Option<u32>| (vl, "ok".to_string(), built);
     assert_eq!(vl_lines(&t), [ok(128, Some(128)), ok(256, Some(256)), ok(512, Some(512))], "{t}");
     assert!(t.trim_end().ends_with("verdict: ok"), "{t}");
     // A length-agnostic schedule is one object, run at every VL.
-    let mut vla = fixed;
-    vla[9] = "configs/schedules/matmul_tiled_vla.trace";
-    let o = scaletune(&vla);
+    let o = measure_on_neoverse_v1_under_qemu("matmul:M=96,N=96,K=96", "configs/schedules/matmul_tiled_vla.trace");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert_eq!(vl_lines(&t), [ok(128, None), ok(256, None), ok(512, None)], "{t}");
