@@ -41,6 +41,7 @@
 pub mod agent;
 pub mod builder;
 pub mod candidate;
+pub mod cleanup;
 pub mod emulation;
 pub mod farm;
 pub mod farm_config;

@@ -110,9 +110,11 @@ pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> RawRun {
             };
         }
     };
+    let listed = crate::cleanup::ChildGuard::new(child.id());
     let out = capture(child.stdout.take());
     let err = capture(child.stderr.take());
     let ending = wait_with_timeout(&mut child, timeout, start);
+    drop(listed);
     let wall_time = start.elapsed();
     RawRun { ending, stdout: joined(out), stderr: joined(err), wall_time }
 }

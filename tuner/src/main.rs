@@ -154,6 +154,29 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Waits for Ctrl-C or SIGTERM, then kills the running children, removes the
+/// scratch directories and exits (130 for Ctrl-C, 143 for SIGTERM, as a shell
+/// reports a process killed by them).
+async fn exit_on_interrupt() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let sigterm = async {
+        match term.as_mut() {
+            Some(t) => {
+                t.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    let code = tokio::select! {
+        _ = tokio::signal::ctrl_c() => 130,
+        _ = sigterm => 143,
+    };
+    scaletune_measure::cleanup::on_interrupt();
+    eprintln!("interrupted: running kernels stopped, scratch directories removed");
+    std::process::exit(code);
+}
+
 fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::target::Target> {
     Ok(scaletune_codegen::target::Target::load(name)?)
 }
@@ -167,6 +190,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !matches!(cli.command, Command::Agent(_)) {
+        // The agent stops gracefully on its own signals; every other command
+        // leaves no child process and no scratch directory behind.
+        rt.spawn(exit_on_interrupt());
+    }
     match run(cli, rt.handle()) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

@@ -35,9 +35,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
 /// Runs the request's executable at each vector length (blocking). An `Err`
 /// is a failure of the agent (its disk), not of the candidate.
 pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<VlRun>, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("scaletune-agent-")
-        .tempdir()
+    let dir = crate::cleanup::ScratchDir::new("scaletune-agent-")
         .map_err(|e| format!("cannot create a private directory: {e}"))?;
     let driver = dir.path().join("driver");
     let input = dir.path().join("input.bin");

@@ -96,6 +96,7 @@ pub(crate) fn run_tool(mut cmd: Command, stdin: Option<&str>) -> Result<String, 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|source| EmulationError::Tool { command: command.clone(), source })?;
+    let _listed = crate::cleanup::ChildGuard::new(child.id());
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // Write on a thread: the tool may fill its stdout pipe before reading all of stdin.
         let text = text.to_string();

@@ -81,16 +81,10 @@ fn link(dir: &Path, target: &Target, src: &Path, obj: &Path, exe: &Path) -> Resu
     shown.extend([display(src), display(obj), "-o".to_string(), display(exe)]);
     shown.extend(target.libs.iter().cloned());
     let command = command_line(&shown);
-    let output = Command::new(cc)
-        .args(cc_args)
-        .arg(src)
-        .arg(obj)
-        .arg("-o")
-        .arg(exe)
-        .args(&target.libs)
-        .current_dir(dir)
-        .output()
-        .map_err(|source| HarnessError::Tool { command: command.clone(), source })?;
+    let mut link = Command::new(cc);
+    link.args(cc_args).arg(src).arg(obj).arg("-o").arg(exe).args(&target.libs).current_dir(dir);
+    let output =
+        crate::cleanup::output(&mut link).map_err(|source| HarnessError::Tool { command: command.clone(), source })?;
     if !output.status.success() {
         return Err(HarnessError::Build {
             command,

@@ -200,8 +200,8 @@ impl PreparedRun {
 /// The directory a harness lives in.
 #[derive(Debug)]
 enum WorkDir {
-    /// Removed on drop.
-    Temp(tempfile::TempDir),
+    /// Removed on drop (and on interrupt).
+    Temp(crate::cleanup::ScratchDir),
     /// Given by the caller and kept.
     Kept(PathBuf),
 }
@@ -265,9 +265,7 @@ impl Harness {
                 WorkDir::Kept(abs)
             }
             None => WorkDir::Temp(
-                tempfile::Builder::new()
-                    .prefix("scaletune-harness-")
-                    .tempdir()
+                crate::cleanup::ScratchDir::new("scaletune-harness-")
                     .map_err(|source| HarnessError::Io { what: "creating a temporary directory".into(), source })?,
             ),
         };

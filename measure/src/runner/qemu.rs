@@ -305,9 +305,7 @@ impl QemuRunner {
         let exe_bytes = read(harness.executable())?;
         let range = kernel_range(harness.executable(), &exe_bytes, &symbol)?;
         let library = plugin_library()?;
-        let out_dir = tempfile::Builder::new()
-            .prefix("scaletune-counts-")
-            .tempdir()
+        let out_dir = crate::cleanup::ScratchDir::new("scaletune-counts-")
             .map_err(|source| EmulationError::Io { what: "creating a temporary directory".into(), source })?;
         let counts_file = out_dir.path().join("counts.txt");
         let opts = RunOptions {
