@@ -23,7 +23,7 @@ pub struct RefTensor {
 }
 
 /// Failure of the reference evaluation itself.
-#[derive(Debug, Error, PartialEq)]
+#[derive(Clone, Debug, Error, PartialEq)]
 pub enum ReferenceError {
     /// Wrong number or shape of arguments.
     #[error("reference: {0}")]

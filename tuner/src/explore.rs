@@ -4,10 +4,9 @@ use scaletune_codegen::pipeline::{initial_nest, lower_nest};
 use scaletune_codegen::target::Target;
 use scaletune_measure::harness::interpret;
 use scaletune_measure::{Candidate, CheckRunner, Farm, LlvmBuilder, Runner, Status};
-use scaletune_space::data::make_args;
 use scaletune_space::design::{categorical_choices, sampled_choices, tile_kinds, DesignSpace, Sample};
 use scaletune_space::ir::Nest;
-use scaletune_space::reference::{evaluate, RefTensor};
+use scaletune_space::reference::RefTensor;
 use scaletune_space::rules::Choice;
 use scaletune_space::sample::task_rng;
 use scaletune_space::trace::Count;
@@ -230,9 +229,10 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs, rt: &Handle) -> E
 
     let mut failed = failures_to_sample;
     if a.check || a.qemu {
-        let args = make_args(w, a.seed);
-        let reference = evaluate(w, &args).expect("the reference of a loaded workload evaluates");
-        let results = check_all(w, target, &samples, &args, &reference, a, rt);
+        let results = match scaletune_measure::harness::expected::expected(w, a.seed) {
+            Ok(e) => check_all(w, target, &samples, &e.args, &e.reference, a, rt),
+            Err(e) => vec![Err(e.to_string()); samples.len()],
+        };
         let mut failures = Vec::new();
         for (i, r) in results.iter().enumerate() {
             if let Err(e) = r {

@@ -1,9 +1,9 @@
 //! The correctness harness: link a kernel object with a generated driver, prepare its runs, and judge them against the reference.
 //!
 //! The harness links and judges; runners execute. [`Harness::build`]
-//! prepares everything once per kernel: the deterministic arguments
-//! (`make_args`), the reference values and error bounds
-//! (`reference::evaluate`), the input file, the driver source
+//! prepares everything once per kernel: the deterministic arguments and
+//! the reference values and error bounds (computed once per workload and
+//! seed, [`expected::expected`]), the input file, the driver source
 //! ([`driver_source`]) and the linked executable. [`Harness::prepare`]
 //! gives the command of one run at one vector length (natively for the host
 //! target, under the target's QEMU user-mode command otherwise); a runner
@@ -25,6 +25,7 @@
 mod build;
 mod check;
 mod driver;
+pub mod expected;
 mod interpret;
 mod remote_judge;
 pub mod timing;
@@ -40,8 +41,7 @@ use build::{build_executable, write_file, INPUT_FILE};
 use driver::EXIT_UNSTABLE_OUTPUTS;
 pub use interpret::interpret;
 use scaletune_codegen::target::{Target, TargetError};
-use scaletune_space::data::make_args;
-use scaletune_space::reference::{evaluate, Comparison, RefTensor, ReferenceError};
+use scaletune_space::reference::{Comparison, ReferenceError};
 use scaletune_space::workload::{Role, Workload};
 use scaletune_space::TensorId;
 use std::path::{Path, PathBuf};
@@ -226,7 +226,7 @@ pub struct Harness {
     executable: PathBuf,
     input: PathBuf,
     outputs: Vec<TensorId>,
-    reference: Vec<RefTensor>,
+    expected: std::sync::Arc<expected::Expected>,
     n_runs: AtomicU64,
     executable_from_cache: bool,
 }
@@ -253,8 +253,7 @@ impl Harness {
             return Err(HarnessError::Unsupported(format!("target `{}` has an empty qemu command", req.target.name)));
         }
         let source = driver_source(req.workload, req.symbol)?;
-        let args = make_args(req.workload, req.seed);
-        let reference = evaluate(req.workload, &args)?;
+        let expected = expected::expected(req.workload, req.seed)?;
         let dir = match req.work_dir {
             Some(p) => {
                 std::fs::create_dir_all(p)
@@ -270,7 +269,7 @@ impl Harness {
             ),
         };
         let input = dir.path().join(INPUT_FILE);
-        let input_bytes: Vec<u8> = args.iter().flat_map(|t| t.to_le_bytes()).collect();
+        let input_bytes: Vec<u8> = expected.args.iter().flat_map(|t| t.to_le_bytes()).collect();
         write_file(&input, &input_bytes)?;
         let (executable, executable_from_cache) = build_executable(dir.path(), req.target, req.object, &source, cache)?;
         let outputs =
@@ -284,7 +283,7 @@ impl Harness {
             executable,
             input,
             outputs,
-            reference,
+            expected,
             n_runs: AtomicU64::new(0),
             executable_from_cache,
         })
@@ -424,7 +423,7 @@ impl Harness {
             Ok(b) => b,
             Err(e) => return fail(result, Status::RunError, format!("cannot read the output file: {e}")),
         };
-        match check::check_outputs(&self.workload, &self.outputs, &bytes, &self.reference) {
+        match check::check_outputs(&self.workload, &self.outputs, &bytes, &self.expected.reference) {
             Err(why) => fail(result, Status::RunError, why),
             Ok(c) => {
                 result.comparisons = c.comparisons;

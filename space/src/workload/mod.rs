@@ -8,6 +8,7 @@
 
 mod catalog;
 mod error;
+mod flops;
 mod print;
 pub(crate) mod resolve;
 mod spec;
