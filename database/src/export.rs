@@ -1,0 +1,162 @@
+//! Export and import as JSON lines: every record self-contained (its workload, target and job with it), for merging databases from several machines.
+
+use crate::jobs::{job_from_row, Job, JOB_COLUMNS};
+use crate::records::{insert_in, NewRecord, Record};
+use crate::{hash_text, Database, DbError};
+use rusqlite::OptionalExtension;
+use serde::{Deserialize, Serialize};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+/// One exported record.
+#[derive(Serialize, Deserialize)]
+struct Line {
+    workload: String,
+    target_name: String,
+    target: String,
+    job: Option<Job>,
+    created_at: String,
+    record: NewRecord,
+}
+
+/// What an import did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportStats {
+    /// Records added.
+    pub inserted: usize,
+    /// Records already present (same key), skipped.
+    pub duplicates: usize,
+}
+
+impl Database {
+    /// Writes every record as one JSON object per line, oldest first.
+    pub fn export_jsonl(&self, out: &mut impl Write) -> Result<usize, DbError> {
+        let io = |error| DbError::Io { file: "export".into(), error };
+        let mut defs: HashMap<i64, String> = HashMap::new();
+        let mut targets: HashMap<i64, (String, String)> = HashMap::new();
+        let mut jobs: HashMap<i64, Option<Job>> = HashMap::new();
+        let records: Vec<Record> = self.all_records()?;
+        for r in &records {
+            if let Entry::Vacant(e) = defs.entry(r.workload_id) {
+                e.insert(self.workload_definition(r.workload_id)?.unwrap_or_default());
+            }
+            if let Entry::Vacant(e) = targets.entry(r.target_id) {
+                let t = self.conn().query_row(
+                    "SELECT name, definition FROM targets WHERE id = ?1",
+                    [r.target_id],
+                    |x| Ok((x.get(0)?, x.get(1)?)),
+                )?;
+                e.insert(t);
+            }
+            let job = match r.job_id {
+                Some(j) => {
+                    if let Entry::Vacant(e) = jobs.entry(j) {
+                        let job = self
+                            .conn()
+                            .query_row(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"), [j], job_from_row)
+                            .optional()?;
+                        e.insert(job);
+                    }
+                    jobs[&j].clone()
+                }
+                None => None,
+            };
+            let (target_name, target) = targets[&r.target_id].clone();
+            let line = Line {
+                workload: defs[&r.workload_id].clone(),
+                target_name,
+                target,
+                job,
+                created_at: r.created_at.clone(),
+                record: r.data.clone(),
+            };
+            serde_json::to_writer(&mut *out, &line).map_err(|e| io(e.into()))?;
+            out.write_all(b"\n").map_err(io)?;
+        }
+        Ok(records.len())
+    }
+
+    /// Imports what [`Database::export_jsonl`] wrote, in one transaction:
+    /// every line or none. Records already present are skipped; jobs are
+    /// matched by their arguments and start time.
+    pub fn import_jsonl(&self, input: impl BufRead) -> Result<ImportStats, DbError> {
+        let mut lines = Vec::new();
+        for (i, line) in input.lines().enumerate() {
+            let line = line.map_err(|e| DbError::Import { line: i + 1, message: e.to_string() })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let parsed: Line =
+                serde_json::from_str(&line).map_err(|e| DbError::Import { line: i + 1, message: e.to_string() })?;
+            if hash_text(&parsed.record.trace) != parsed.record.trace_hash {
+                return Err(DbError::Import { line: i + 1, message: "trace_hash is not the hash of trace".into() });
+            }
+            lines.push(parsed);
+        }
+        self.write(|tx| {
+            let mut stats = ImportStats::default();
+            let mut job_ids: HashMap<(String, String), i64> = HashMap::new();
+            for l in &lines {
+                let wh = hash_text(&l.workload);
+                tx.execute("INSERT INTO workloads (definition, hash) VALUES (?1, ?2) ON CONFLICT(hash) DO NOTHING", (&l.workload, &wh))?;
+                let workload_id: i64 = tx.query_row("SELECT id FROM workloads WHERE hash = ?1", [&wh], |r| r.get(0))?;
+                let th = hash_text(&l.target);
+                tx.execute(
+                    "INSERT INTO targets (name, definition, hash) VALUES (?1, ?2, ?3) ON CONFLICT(hash) DO NOTHING",
+                    (&l.target_name, &l.target, &th),
+                )?;
+                let target_id: i64 = tx.query_row("SELECT id FROM targets WHERE hash = ?1", [&th], |r| r.get(0))?;
+                let job_id = match &l.job {
+                    None => None,
+                    Some(j) => {
+                        let key = (j.arguments.clone(), j.started_at.clone());
+                        let id = match job_ids.get(&key) {
+                            Some(id) => *id,
+                            None => {
+                                let found: Option<i64> = tx
+                                    .query_row(
+                                        "SELECT id FROM jobs WHERE arguments = ?1 AND started_at = ?2",
+                                        (&j.arguments, &j.started_at),
+                                        |r| r.get(0),
+                                    )
+                                    .optional()?;
+                                let id = match found {
+                                    Some(id) => id,
+                                    None => {
+                                        tx.execute(
+                                            "INSERT INTO jobs (arguments, seed, strategy, status, started_at, ended_at, stop_reason, state) \
+                                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                            (
+                                                &j.arguments,
+                                                j.seed as i64,
+                                                &j.strategy,
+                                                j.status.name(),
+                                                &j.started_at,
+                                                &j.ended_at,
+                                                &j.stop_reason,
+                                                &j.state,
+                                            ),
+                                        )?;
+                                        tx.last_insert_rowid()
+                                    }
+                                };
+                                job_ids.insert(key, id);
+                                id
+                            }
+                        };
+                        Some(id)
+                    }
+                };
+                let rec = NewRecord { job_id, workload_id, target_id, ..l.record.clone() };
+                let ins = insert_in(tx, &rec, Some(&l.created_at))?;
+                if ins.existed {
+                    stats.duplicates += 1;
+                } else {
+                    stats.inserted += 1;
+                }
+            }
+            Ok(stats)
+        })
+    }
+}

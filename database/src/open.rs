@@ -1,0 +1,136 @@
+//! Opening a database: the path policy, the inspection that refuses what is not ours before anything is written, and migration.
+
+use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
+use crate::{Database, DbError};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The environment variable naming the default database.
+pub const DB_ENV: &str = "SCALETUNE_DB";
+
+/// The database used when no `--db` is given: `$SCALETUNE_DB`, else `./scaletune.db`.
+pub fn default_path() -> PathBuf {
+    match std::env::var_os(DB_ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from("scaletune.db"),
+    }
+}
+
+/// How long a writer waits for another process's write before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The 100-byte SQLite header's magic string.
+const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+impl Database {
+    /// Opens the database at `path`, creating it if it does not exist and
+    /// migrating it to the current schema. Refuses (leaving the file
+    /// untouched) a file that is not SQLite or is damaged, another
+    /// application's database and a newer schema.
+    pub fn open(path: &Path) -> Result<Database, DbError> {
+        let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
+        if exists {
+            inspect(path)?;
+        }
+        let conn = Connection::open(path)?;
+        let db = Database { conn, path: path.to_path_buf() };
+        db.configure()?;
+        db.migrate()?;
+        Ok(db)
+    }
+
+    /// Opens an existing database (for commands that only read or check).
+    pub fn open_existing(path: &Path) -> Result<Database, DbError> {
+        if !path.exists() {
+            return Err(DbError::Missing { file: path.display().to_string() });
+        }
+        Database::open(path)
+    }
+
+    fn configure(&self) -> Result<(), DbError> {
+        self.conn.busy_timeout(BUSY_TIMEOUT)?;
+        // journal_mode answers with the mode in force; a new file switches to WAL.
+        let _: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        self.conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
+        Ok(())
+    }
+
+    fn migrate(&self) -> Result<(), DbError> {
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            // Another process upgraded it since the inspection.
+            return Err(DbError::Newer {
+                file: self.path.display().to_string(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)?;
+        }
+        if version == 0 {
+            tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Checks an existing file without writing to it, without taking a lock
+/// and without creating a journal: the header read as bytes, then the schema
+/// and a quick integrity check through an immutable read-only connection.
+fn inspect(path: &Path) -> Result<(), DbError> {
+    let file = path.display().to_string();
+    let corrupt = |reason: &str| DbError::Corrupt { file: file.clone(), reason: reason.to_string() };
+    let mut header = [0u8; 100];
+    let mut f = std::fs::File::open(path).map_err(|error| DbError::Io { file: file.clone(), error })?;
+    f.read_exact(&mut header).map_err(|_| corrupt("shorter than an SQLite header"))?;
+    if &header[..16] != MAGIC {
+        return Err(corrupt("no SQLite header"));
+    }
+    let word = |at: usize| i32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    let (user_version, application_id) = (i64::from(word(60)), word(68));
+    if application_id != 0 && application_id != APPLICATION_ID {
+        return Err(DbError::Foreign { file, reason: format!("application id {application_id:#x}") });
+    }
+    if application_id == APPLICATION_ID && user_version > SCHEMA_VERSION {
+        return Err(DbError::Newer { file, found: user_version, known: SCHEMA_VERSION });
+    }
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(uri, flags).map_err(|e| corrupt(&e.to_string()))?;
+    let check: String =
+        conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)).map_err(|e| corrupt(&e.to_string()))?;
+    if check != "ok" {
+        return Err(corrupt(&check));
+    }
+    if application_id == 0 {
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| corrupt(&e.to_string()))?;
+        if !tables.is_empty() {
+            return Err(DbError::Foreign { file, reason: format!("tables {}", tables.join(", ")) });
+        }
+    }
+    Ok(())
+}
+
+/// A path as the path part of an SQLite URI (`%`, `?` and `#` escaped).
+fn uri_path(path: &Path) -> String {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in abs.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,147 @@
+//! Queries: the best records of a workload on a target, a job's history, every candidate of a workload, training data and counts.
+
+use crate::records::{record_from_row, Record, RECORD_COLUMNS, RECORD_FROM};
+use crate::{Database, DbError};
+use std::collections::BTreeMap;
+
+/// Narrows [`Database::best_k`] to one runner and vector-length set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordFilter {
+    /// Only this runner kind.
+    pub runner: Option<String>,
+    /// Only this vector-length set.
+    pub vl_set: Option<String>,
+    /// Only this objective kind.
+    pub objective_kind: Option<String>,
+}
+
+/// Records of one (workload, target) and their statuses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskCount {
+    /// The workload's definition hash.
+    pub workload_hash: String,
+    /// The target's name.
+    pub target: String,
+    /// Records per status.
+    pub statuses: BTreeMap<String, i64>,
+    /// The best objective among ok records (per objective kind).
+    pub best: BTreeMap<String, f64>,
+}
+
+/// What a database holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stats {
+    /// Records in all.
+    pub records: i64,
+    /// Jobs per status.
+    pub jobs: BTreeMap<String, i64>,
+    /// Per (workload, target).
+    pub tasks: Vec<TaskCount>,
+}
+
+impl Database {
+    fn records_where(&self, clause: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Record>, DbError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE {clause}");
+        let mut st = self.conn().prepare(&sql)?;
+        let rows = st.query_map(params, record_from_row)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// The `k` best ok records of a workload on a target (lowest objective first).
+    pub fn best_k(
+        &self,
+        workload_hash: &str,
+        target_hash: &str,
+        k: usize,
+        filter: &RecordFilter,
+    ) -> Result<Vec<Record>, DbError> {
+        let clause = "w.hash = ?1 AND t.hash = ?2 AND r.status = 'ok' AND r.objective IS NOT NULL \
+             AND (?3 IS NULL OR r.runner = ?3) AND (?4 IS NULL OR r.vl_set = ?4) AND (?5 IS NULL OR r.objective_kind = ?5) \
+             ORDER BY r.objective ASC, r.id ASC LIMIT ?6";
+        self.records_where(
+            clause,
+            &[&workload_hash, &target_hash, &filter.runner, &filter.vl_set, &filter.objective_kind, &(k as i64)],
+        )
+    }
+
+    /// The best ok records of a workload by name (any definition with that
+    /// reference) on a target by name: for `db best` and replay.
+    pub fn best_by_names(&self, target_name: &str, k: usize) -> Result<Vec<Record>, DbError> {
+        self.records_where(
+            "t.name = ?1 AND r.status = 'ok' AND r.objective IS NOT NULL ORDER BY r.objective ASC, r.id ASC LIMIT ?2",
+            &[&target_name, &(k as i64)],
+        )
+    }
+
+    /// A job's records in trial order.
+    pub fn job_history(&self, job: i64) -> Result<Vec<Record>, DbError> {
+        self.records_where("r.job_id = ?1 ORDER BY r.trial_idx, r.id", &[&job])
+    }
+
+    /// Every record of a workload (all targets, runners and jobs), oldest first.
+    pub fn workload_records(&self, workload_hash: &str) -> Result<Vec<Record>, DbError> {
+        self.records_where("w.hash = ?1 ORDER BY r.id", &[&workload_hash])
+    }
+
+    /// The latest ok records of a target (all workloads), for training a cost model.
+    pub fn records_for_target(&self, target_hash: &str, limit: usize) -> Result<Vec<Record>, DbError> {
+        self.records_where(
+            "t.hash = ?1 AND r.status = 'ok' AND r.objective IS NOT NULL ORDER BY r.id DESC LIMIT ?2",
+            &[&target_hash, &(limit as i64)],
+        )
+    }
+
+    /// Every record, oldest first.
+    pub fn all_records(&self) -> Result<Vec<Record>, DbError> {
+        self.records_where("1 ORDER BY r.id", &[])
+    }
+
+    /// Counts per job status and per (workload, target, status).
+    pub fn stats(&self) -> Result<Stats, DbError> {
+        let conn = self.conn();
+        let records = conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?;
+        let mut jobs = BTreeMap::new();
+        let mut st = conn.prepare("SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status")?;
+        for row in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+            let (s, n) = row?;
+            jobs.insert(s, n);
+        }
+        let mut tasks: Vec<TaskCount> = Vec::new();
+        let mut st = conn.prepare(
+            "SELECT w.hash, t.name, r.status, count(*), r.objective_kind, min(r.objective) FROM records r \
+             JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id \
+             GROUP BY w.hash, t.hash, r.status, r.objective_kind ORDER BY min(r.id)",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, Option<f64>>(5)?,
+            ))
+        })?;
+        for row in rows {
+            let (w, t, status, n, kind, best) = row?;
+            let i = match tasks.iter().position(|c| c.workload_hash == w && c.target == t) {
+                Some(i) => i,
+                None => {
+                    tasks.push(TaskCount {
+                        workload_hash: w,
+                        target: t,
+                        statuses: BTreeMap::new(),
+                        best: BTreeMap::new(),
+                    });
+                    tasks.len() - 1
+                }
+            };
+            *tasks[i].statuses.entry(status.clone()).or_default() += n;
+            if let (Some(b), true) = (best, status == "ok") {
+                let e = tasks[i].best.entry(kind).or_insert(b);
+                *e = e.min(b);
+            }
+        }
+        Ok(Stats { records, jobs, tasks })
+    }
+}

@@ -1,0 +1,206 @@
+//! Records: one measured candidate each, unique per (workload, target, trace, vector-length set, runner).
+
+use crate::{Database, DbError};
+use rusqlite::{OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
+
+/// A record to insert.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewRecord {
+    /// The job that measured it (none for records made outside a job).
+    pub job_id: Option<i64>,
+    /// Workload row.
+    pub workload_id: i64,
+    /// Target row.
+    pub target_id: i64,
+    /// Trial index within its job.
+    pub trial_idx: i64,
+    /// The design-space trace it was drawn from (text; empty if none).
+    pub space_trace: String,
+    /// The concrete trace (text; empty for the unscheduled nest).
+    pub trace: String,
+    /// SHA-256 of `trace`.
+    pub trace_hash: String,
+    /// The runner kind (`native`, `qemu`, `remote`).
+    pub runner: String,
+    /// Vector lengths measured at, canonical (`128,256`).
+    pub vl_set: String,
+    /// Status name (`ok`, `build_error`, ...).
+    pub status: String,
+    /// Error message (empty when ok).
+    pub message: String,
+    /// Every metric of every vector length (JSON; opaque to the database).
+    pub metrics: String,
+    /// The objective, for ok candidates.
+    pub objective: Option<f64>,
+    /// What the objective measures (`time_s`, `est_cycles`, `instructions`).
+    pub objective_kind: String,
+    /// Seconds spent building.
+    pub build_s: f64,
+    /// Seconds spent running.
+    pub run_s: f64,
+}
+
+/// A stored record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Record id.
+    pub id: i64,
+    /// Hash of its workload's definition.
+    pub workload_hash: String,
+    /// Hash of its target's definition.
+    pub target_hash: String,
+    /// Its target's name.
+    pub target_name: String,
+    /// Creation time (UTC, ISO 8601).
+    pub created_at: String,
+    /// Everything inserted.
+    #[serde(flatten)]
+    pub data: NewRecord,
+}
+
+impl std::ops::Deref for Record {
+    type Target = NewRecord;
+    fn deref(&self) -> &NewRecord {
+        &self.data
+    }
+}
+
+/// What makes a record unique.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordKey {
+    /// Workload row.
+    pub workload_id: i64,
+    /// Target row.
+    pub target_id: i64,
+    /// SHA-256 of the trace text.
+    pub trace_hash: String,
+    /// Canonical vector-length set.
+    pub vl_set: String,
+    /// Runner kind.
+    pub runner: String,
+}
+
+/// The outcome of an insert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inserted {
+    /// The record's id.
+    pub id: i64,
+    /// True if a record with the same key existed (it was kept, not overwritten).
+    pub existed: bool,
+}
+
+pub(crate) const RECORD_COLUMNS: &str = "r.id, w.hash, t.hash, t.name, r.created_at, r.job_id, r.workload_id, \
+    r.target_id, r.trial_idx, r.space_trace, r.trace, r.trace_hash, r.runner, r.vl_set, r.status, r.message, \
+    r.metrics, r.objective, r.objective_kind, r.build_s, r.run_s";
+
+pub(crate) const RECORD_FROM: &str =
+    "records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id";
+
+pub(crate) fn record_from_row(r: &Row<'_>) -> rusqlite::Result<Record> {
+    Ok(Record {
+        id: r.get(0)?,
+        workload_hash: r.get(1)?,
+        target_hash: r.get(2)?,
+        target_name: r.get(3)?,
+        created_at: r.get(4)?,
+        data: NewRecord {
+            job_id: r.get(5)?,
+            workload_id: r.get(6)?,
+            target_id: r.get(7)?,
+            trial_idx: r.get(8)?,
+            space_trace: r.get(9)?,
+            trace: r.get(10)?,
+            trace_hash: r.get(11)?,
+            runner: r.get(12)?,
+            vl_set: r.get(13)?,
+            status: r.get(14)?,
+            message: r.get(15)?,
+            metrics: r.get(16)?,
+            objective: r.get(17)?,
+            objective_kind: r.get(18)?,
+            build_s: r.get(19)?,
+            run_s: r.get(20)?,
+        },
+    })
+}
+
+pub(crate) fn insert_in(
+    tx: &rusqlite::Transaction<'_>,
+    rec: &NewRecord,
+    created_at: Option<&str>,
+) -> Result<Inserted, DbError> {
+    let created = match created_at {
+        Some(_) => "?17".to_string(),
+        None => crate::jobs::NOW.to_string(),
+    };
+    let sql = format!(
+        "INSERT INTO records (job_id, workload_id, target_id, trial_idx, space_trace, trace, trace_hash, runner, \
+         vl_set, status, message, metrics, objective, objective_kind, build_s, run_s, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, {created}) \
+         ON CONFLICT(workload_id, target_id, trace_hash, vl_set, runner) DO NOTHING"
+    );
+    let mut params: Vec<&dyn rusqlite::ToSql> = vec![
+        &rec.job_id,
+        &rec.workload_id,
+        &rec.target_id,
+        &rec.trial_idx,
+        &rec.space_trace,
+        &rec.trace,
+        &rec.trace_hash,
+        &rec.runner,
+        &rec.vl_set,
+        &rec.status,
+        &rec.message,
+        &rec.metrics,
+        &rec.objective,
+        &rec.objective_kind,
+        &rec.build_s,
+        &rec.run_s,
+    ];
+    if let Some(c) = &created_at {
+        params.push(c);
+    }
+    let changed = tx.execute(&sql, params.as_slice())?;
+    let id = tx.query_row(
+        "SELECT id FROM records WHERE workload_id = ?1 AND target_id = ?2 AND trace_hash = ?3 AND vl_set = ?4 AND runner = ?5",
+        (rec.workload_id, rec.target_id, &rec.trace_hash, &rec.vl_set, &rec.runner),
+        |r| r.get(0),
+    )?;
+    Ok(Inserted { id, existed: changed == 0 })
+}
+
+impl Database {
+    /// Inserts a record and commits it at once. A record with the same key
+    /// is kept as it is and its id returned (`existed`).
+    pub fn insert_record(&self, rec: &NewRecord) -> Result<Inserted, DbError> {
+        self.write(|tx| insert_in(tx, rec, None))
+    }
+
+    /// The record with this key, if measured.
+    pub fn lookup(&self, key: &RecordKey) -> Result<Option<Record>, DbError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE r.workload_id = ?1 AND r.target_id = ?2 \
+             AND r.trace_hash = ?3 AND r.vl_set = ?4 AND r.runner = ?5"
+        );
+        Ok(self
+            .conn()
+            .query_row(
+                &sql,
+                (key.workload_id, key.target_id, &key.trace_hash, &key.vl_set, &key.runner),
+                record_from_row,
+            )
+            .optional()?)
+    }
+
+    /// A record by id.
+    pub fn record(&self, id: i64) -> Result<Option<Record>, DbError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE r.id = ?1");
+        Ok(self.conn().query_row(&sql, [id], record_from_row).optional()?)
+    }
+
+    /// The definition text of a workload row.
+    pub fn workload_definition(&self, id: i64) -> Result<Option<String>, DbError> {
+        Ok(self.conn().query_row("SELECT definition FROM workloads WHERE id = ?1", [id], |r| r.get(0)).optional()?)
+    }
+}

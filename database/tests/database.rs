@@ -1,0 +1,274 @@
+//! The tuning database on real files: records, dedup, queries, jobs, export/import, concurrency, durability and refusals.
+
+use scaletune_database::{
+    hash_text, Database, DbError, JobStatus, NewJob, NewRecord, RecordFilter, RecordKey, SCHEMA_VERSION,
+};
+use std::path::Path;
+
+fn record(db: &Database, job: Option<i64>, trace: &str, objective: Option<f64>, vl_set: &str) -> NewRecord {
+    let w = db.upsert_workload("{\"name\":\"matmul\"}").expect("workload");
+    let t = db.upsert_target("host", "name = host\n").expect("target");
+    NewRecord {
+        job_id: job,
+        workload_id: w.id,
+        target_id: t.id,
+        trial_idx: 0,
+        space_trace: "b = get_block(\"C\")".into(),
+        trace: trace.into(),
+        trace_hash: hash_text(trace),
+        runner: "native".into(),
+        vl_set: vl_set.into(),
+        status: if objective.is_some() { "ok".into() } else { "run_error".into() },
+        message: if objective.is_some() { String::new() } else { "SIGSEGV".into() },
+        metrics: "[{\"vl_bits\":256}]".into(),
+        objective,
+        objective_kind: "time_s".into(),
+        build_s: 0.5,
+        run_s: 0.25,
+    }
+}
+
+fn job(db: &Database) -> i64 {
+    db.create_job(&NewJob { arguments: "{\"trials\":8}".into(), seed: 7, strategy: "random".into() }).expect("job")
+}
+
+#[test]
+fn a_record_round_trips_and_is_never_stored_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::open(&dir.path().join("t.db")).expect("opens");
+    let j = job(&db);
+    let rec = record(&db, Some(j), "trace one", Some(1e-3), "256");
+    let first = db.insert_record(&rec).expect("inserts");
+    assert!(!first.existed);
+    let stored = db.record(first.id).expect("reads").expect("exists");
+    assert_eq!(stored.data, rec);
+    assert_eq!(stored.target_name, "host");
+    assert_eq!(stored.workload_hash, hash_text("{\"name\":\"matmul\"}"));
+    // The same key again: the first record stays, untouched.
+    let again = db.insert_record(&NewRecord { objective: Some(5.0), ..rec.clone() }).expect("inserts");
+    assert_eq!((again.id, again.existed), (first.id, true));
+    assert_eq!(db.record(first.id).expect("reads").expect("exists").objective, Some(1e-3));
+    // Another VL set is another candidate.
+    assert!(!db.insert_record(&record(&db, Some(j), "trace one", Some(2e-3), "128,256")).expect("inserts").existed);
+    let key = RecordKey {
+        workload_id: rec.workload_id,
+        target_id: rec.target_id,
+        trace_hash: hash_text("trace one"),
+        vl_set: "256".into(),
+        runner: "native".into(),
+    };
+    assert_eq!(db.lookup(&key).expect("looks up").map(|r| r.id), Some(first.id));
+    assert_eq!(db.lookup(&RecordKey { runner: "qemu".into(), ..key }).expect("looks up"), None);
+}
+
+#[test]
+fn best_k_orders_ok_records_and_filters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::open(&dir.path().join("t.db")).expect("opens");
+    for (i, obj) in [Some(3.0), None, Some(1.0), Some(2.0)].into_iter().enumerate() {
+        db.insert_record(&record(&db, None, &format!("t{i}"), obj, "256")).expect("inserts");
+    }
+    db.insert_record(&record(&db, None, "other vl", Some(0.5), "128")).expect("inserts");
+    let (w, t) = (hash_text("{\"name\":\"matmul\"}"), hash_text("name = host\n"));
+    let all: Vec<Option<f64>> =
+        db.best_k(&w, &t, 10, &RecordFilter::default()).expect("best").iter().map(|r| r.objective).collect();
+    assert_eq!(all, [Some(0.5), Some(1.0), Some(2.0), Some(3.0)]);
+    let filter = RecordFilter { vl_set: Some("256".into()), ..Default::default() };
+    let two: Vec<String> = db.best_k(&w, &t, 2, &filter).expect("best").iter().map(|r| r.trace.clone()).collect();
+    assert_eq!(two, ["t2", "t3"]);
+    let stats = db.stats().expect("stats");
+    assert_eq!(stats.records, 5);
+    assert_eq!(stats.tasks[0].statuses["run_error"], 1);
+    assert_eq!(stats.tasks[0].best["time_s"], 0.5);
+}
+
+#[test]
+fn jobs_keep_state_and_history_in_trial_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::open(&dir.path().join("t.db")).expect("opens");
+    let j = job(&db);
+    for i in [2, 0, 1] {
+        db.insert_record(&NewRecord { trial_idx: i, ..record(&db, Some(j), &format!("t{i}"), Some(1.0), "256") })
+            .expect("inserts");
+    }
+    db.update_job_state(j, "{\"batches\":3}").expect("state");
+    db.finish_job(j, JobStatus::Interrupted, "interrupted").expect("finish");
+    let stored = db.job(j).expect("reads").expect("exists");
+    assert_eq!(
+        (stored.status, stored.state.as_deref(), stored.stop_reason.as_deref()),
+        (JobStatus::Interrupted, Some("{\"batches\":3}"), Some("interrupted"))
+    );
+    assert!(stored.ended_at.is_some());
+    db.reopen_job(j).expect("reopens");
+    assert_eq!(db.job(j).expect("reads").expect("exists").status, JobStatus::Running);
+    let trials: Vec<i64> = db.job_history(j).expect("history").iter().map(|r| r.trial_idx).collect();
+    assert_eq!(trials, [0, 1, 2]);
+    assert!(matches!(db.update_job_state(99, "{}"), Err(DbError::NoJob(99))));
+}
+
+#[test]
+fn export_then_import_preserves_every_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = Database::open(&dir.path().join("a.db")).expect("opens");
+    let j = job(&src);
+    for i in 0..5 {
+        let obj = if i == 3 { None } else { Some(f64::from(i) + 0.5) };
+        src.insert_record(&NewRecord {
+            trial_idx: i64::from(i),
+            ..record(&src, Some(j), &format!("t{i}"), obj, "256")
+        })
+        .expect("inserts");
+    }
+    src.insert_record(&record(&src, None, "no job", Some(9.0), "256")).expect("inserts");
+    let mut bytes = Vec::new();
+    assert_eq!(src.export_jsonl(&mut bytes).expect("exports"), 6);
+    let dst = Database::open(&dir.path().join("b.db")).expect("opens");
+    // A record the destination measured itself is kept, not duplicated.
+    dst.insert_record(&record(&dst, None, "t0", Some(0.5), "256")).expect("inserts");
+    let stats = dst.import_jsonl(bytes.as_slice()).expect("imports");
+    assert_eq!((stats.inserted, stats.duplicates), (5, 1));
+    let strip = |db: &Database| {
+        let mut v: Vec<(String, Option<f64>, String, String, String)> = db
+            .all_records()
+            .expect("records")
+            .into_iter()
+            .map(|r| (r.trace.clone(), r.objective, r.status.clone(), r.metrics.clone(), r.created_at.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let (a, b) = (strip(&src), strip(&dst));
+    assert_eq!(
+        a.iter().map(|x| (&x.0, x.1, &x.2, &x.3)).collect::<Vec<_>>(),
+        b.iter().map(|x| (&x.0, x.1, &x.2, &x.3)).collect::<Vec<_>>()
+    );
+    let imported_job = dst.jobs().expect("jobs");
+    assert_eq!(imported_job.len(), 1);
+    assert_eq!(dst.job_history(imported_job[0].id).expect("history").len(), 4, "t0 was the destination's own");
+    // Importing again adds nothing.
+    assert_eq!(dst.import_jsonl(bytes.as_slice()).expect("imports").inserted, 0);
+    // A malformed line: an error naming it, and nothing of the import applied.
+    let fresh = Database::open(&dir.path().join("c.db")).expect("opens");
+    let mut bad = bytes.clone();
+    bad.extend_from_slice(b"{not json\n");
+    match fresh.import_jsonl(bad.as_slice()) {
+        Err(DbError::Import { line: 7, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(fresh.all_records().expect("records").is_empty());
+}
+
+#[test]
+fn concurrent_writers_lose_nothing_and_never_see_a_locked_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    Database::open(&path).expect("creates");
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let db = Database::open(&path).expect("opens");
+                for i in 0..150 {
+                    db.insert_record(&record(&db, None, &format!("w{w} t{i}"), Some(1.0), "256"))
+                        .expect("no locked error");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("writer");
+    }
+    let db = Database::open(&path).expect("opens");
+    assert_eq!(db.all_records().expect("records").len(), 450);
+    assert!(db.check().expect("checks").ok());
+}
+
+#[test]
+fn a_record_is_durable_the_moment_it_is_inserted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    let db = Database::open(&path).expect("opens");
+    let j = job(&db);
+    db.insert_record(&record(&db, Some(j), "t", Some(1.0), "256")).expect("inserts");
+    // The process dies here: no finish_job, no close.
+    std::mem::forget(db);
+    let db = Database::open(&path).expect("reopens");
+    assert_eq!(db.job_history(j).expect("history").len(), 1);
+    assert_eq!(db.job(j).expect("job").expect("exists").status, JobStatus::Running);
+    let report = db.check().expect("checks");
+    assert!(report.ok(), "{report}");
+}
+
+fn refused_untouched(path: &Path) -> DbError {
+    let before = std::fs::read(path).expect("reads");
+    let siblings = |p: &Path| std::fs::read_dir(p.parent().expect("dir")).expect("lists").count();
+    let n = siblings(path);
+    let err = Database::open(path).expect_err("refused");
+    assert_eq!(std::fs::read(path).expect("reads"), before, "the file changed");
+    assert_eq!(siblings(path), n, "a journal or other file appeared");
+    err
+}
+
+#[test]
+fn garbage_truncated_foreign_and_newer_files_are_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(
+        &garbage,
+        b"this is not a database at all, just some text that is long enough to hold a header ....................",
+    )
+    .expect("writes");
+    assert!(matches!(refused_untouched(&garbage), DbError::Corrupt { .. }));
+
+    // A real database, cut in the middle.
+    let good = dir.path().join("good.db");
+    {
+        let db = Database::open(&good).expect("opens");
+        for i in 0..300 {
+            db.insert_record(&record(&db, None, &format!("{i} {}", "x".repeat(200)), Some(1.0), "256"))
+                .expect("inserts");
+        }
+    }
+    let bytes = std::fs::read(&good).expect("reads");
+    let cut_dir = tempfile::tempdir().expect("tempdir");
+    let cut = cut_dir.path().join("cut.db");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("writes");
+    let err = refused_untouched(&cut);
+    assert!(matches!(err, DbError::Corrupt { .. }), "{err}");
+
+    let foreign_dir = tempfile::tempdir().expect("tempdir");
+    let foreign = foreign_dir.path().join("foreign.db");
+    {
+        let c = rusqlite::Connection::open(&foreign).expect("creates");
+        c.execute_batch(
+            "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT); INSERT INTO photos (path) VALUES ('a.jpg');",
+        )
+        .expect("writes");
+    }
+    let err = refused_untouched(&foreign);
+    assert!(matches!(err, DbError::Foreign { .. }), "{err}");
+    assert!(err.to_string().contains("left untouched"));
+
+    let newer_dir = tempfile::tempdir().expect("tempdir");
+    let newer = newer_dir.path().join("newer.db");
+    {
+        drop(Database::open(&newer).expect("opens"));
+        let c = rusqlite::Connection::open(&newer).expect("opens");
+        c.pragma_update(None, "user_version", SCHEMA_VERSION + 1).expect("sets");
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;").expect("checkpoints");
+    }
+    match refused_untouched(&newer) {
+        DbError::Newer { found, known, .. } => assert_eq!((found, known), (SCHEMA_VERSION + 1, SCHEMA_VERSION)),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn an_empty_file_and_a_missing_file_become_a_current_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("writes");
+    let db = Database::open(&empty).expect("opens");
+    assert_eq!(db.check().expect("checks").schema_version, SCHEMA_VERSION);
+    assert!(matches!(Database::open_existing(&dir.path().join("none.db")), Err(DbError::Missing { .. })));
+}
