@@ -3,8 +3,13 @@
 //!
 //! The library half of the `scaletune` binary: the compile pipeline shared by
 //! the commands (workload + target + schedule -> loop nest -> vector program
-//! -> LLVM artifacts), and the commands themselves.
+//! -> LLVM artifacts), tuning jobs (`tune`: tasks, the search loop, the
+//! scheduler), search strategies (`search`), the learned cost model
+//! (`cost_model`), and the commands themselves.
 
 pub mod commands;
+pub mod cost_model;
 pub mod explore;
 pub mod pipeline;
+pub mod search;
+pub mod tune;

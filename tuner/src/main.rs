@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use scaletune::commands::{agent, check, compile, info, measure};
+use scaletune::commands::{agent, check, compile, db, info, measure, tune};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -96,6 +96,24 @@ enum Command {
     },
     /// Build a schedule and measure it (native timing, QEMU instruction counts, or remote agents).
     Measure(measure::MeasureArgs),
+    /// Tune workloads on a target: search schedules, measure them, record every result in the tuning database.
+    Tune(tune::TuneArgs),
+    /// Read, check, export or import the tuning database.
+    Db {
+        /// Tuning database [default: $SCALETUNE_DB, else ./scaletune.db].
+        #[arg(long, global = true)]
+        db: Option<PathBuf>,
+        #[command(subcommand)]
+        command: db::DbCommand,
+    },
+    /// Print a record of the tuning database: figures, trace, loop nest, vector program and assembly.
+    Show {
+        /// Record id.
+        record: i64,
+        /// Tuning database [default: $SCALETUNE_DB, else ./scaletune.db].
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
     /// Serve this machine to remote runners: run authenticated clients' candidates with the timing protocol.
     Agent(agent::AgentArgs),
 }
@@ -145,6 +163,13 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
             return Ok(u8::from(!outcome.passed));
         }
         Command::Agent(args) => agent::run(&args, rt)?,
+        Command::Tune(args) => return tune::run(&args, rt),
+        Command::Db { db, command } => {
+            let (text, code) = db::run(&command, db.as_deref())?;
+            print!("{text}");
+            return Ok(code);
+        }
+        Command::Show { record, db } => print!("{}", db::show(record, db.as_deref())?),
         Command::Measure(args) => {
             let outcome = measure::run(&args, rt)?;
             print!("{}", outcome.report);
@@ -190,9 +215,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if !matches!(cli.command, Command::Agent(_)) {
-        // The agent stops gracefully on its own signals; every other command
-        // leaves no child process and no scratch directory behind.
+    if !matches!(cli.command, Command::Agent(_) | Command::Tune(_)) {
+        // The agent and tuning jobs stop gracefully on their own signals
+        // (a job records what arrived and marks itself interrupted); every
+        // other command leaves no child process and no scratch directory behind.
         rt.spawn(exit_on_interrupt());
     }
     match run(cli, rt.handle()) {

@@ -12,6 +12,7 @@ const SHIPPED: &[(&str, &str)] = &[
     ("sum_cos", include_str!("../../../configs/workloads/sum_cos.toml")),
     ("row_sum", include_str!("../../../configs/workloads/row_sum.toml")),
     ("softmax_rows", include_str!("../../../configs/workloads/softmax_rows.toml")),
+    ("layer_norm", include_str!("../../../configs/workloads/layer_norm.toml")),
     ("matmul", include_str!("../../../configs/workloads/matmul.toml")),
     ("matmul_bt", include_str!("../../../configs/workloads/matmul_bt.toml")),
     ("batch_matmul", include_str!("../../../configs/workloads/batch_matmul.toml")),

@@ -17,7 +17,8 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 /// Where the candidate runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunnerKind {
     /// This machine, timed with the timing protocol.
     Native,
@@ -28,7 +29,8 @@ pub enum RunnerKind {
 }
 
 impl RunnerKind {
-    fn name(self) -> &'static str {
+    /// The runner's name in reports and database records.
+    pub fn name(self) -> &'static str {
         match self {
             RunnerKind::Native => "native",
             RunnerKind::Qemu => "qemu",
@@ -134,12 +136,18 @@ impl MeasureOutcome {
 /// Runners, and notes for the report (agents that did not answer).
 type RunnersAndNotes = (Vec<Arc<dyn Runner>>, Vec<String>);
 
-/// The runners of a kind.
-fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target, rt: &Handle) -> anyhow::Result<RunnersAndNotes> {
+/// The runners of a kind (`farm`: the farm file of remote agents).
+pub(crate) fn runners(
+    kind: RunnerKind,
+    protocol: &TimingProtocol,
+    farm: Option<&std::path::Path>,
+    target: &Target,
+    rt: &Handle,
+) -> anyhow::Result<RunnersAndNotes> {
     match kind {
         RunnerKind::Native => {
-            scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
-            Ok((vec![Arc::new(NativeRunner::new(args.protocol()))], Vec::new()))
+            scaletune_measure::harness::timing::check_protocol(protocol)?;
+            Ok((vec![Arc::new(NativeRunner::new(protocol.clone()))], Vec::new()))
         }
         RunnerKind::Qemu => {
             let estimator = Arc::new(CycleEstimator::new().with_disk_cache(CycleEstimator::default_dir()));
@@ -147,12 +155,12 @@ fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target, rt: &Handle) -
             Ok((vec![Arc::new(runner.with_estimator(estimator))], Vec::new()))
         }
         RunnerKind::Remote => {
-            let Some(path) = &args.farm else {
+            let Some(path) = farm else {
                 bail!("--runner remote needs --farm FILE listing the agents (see configs/farm.example.toml)")
             };
-            scaletune_measure::harness::timing::check_protocol(&args.protocol())?;
+            scaletune_measure::harness::timing::check_protocol(protocol)?;
             let farm = FarmConfig::load(path)?;
-            let (up, down) = rt.block_on(farm.connect(&args.protocol()))?;
+            let (up, down) = rt.block_on(farm.connect(protocol))?;
             let notes: Vec<String> = down.iter().map(|e| format!("agent unavailable: {e}")).collect();
             if up.is_empty() {
                 bail!("no agent of {} answered:\n  {}", path.display(), notes.join("\n  "));
@@ -166,28 +174,7 @@ fn runners(kind: RunnerKind, args: &MeasureArgs, target: &Target, rt: &Handle) -
 /// Builds the candidate, runs it at every requested vector length and reports.
 pub fn run(args: &MeasureArgs, rt: &Handle) -> anyhow::Result<MeasureOutcome> {
     let w = load_workload(&args.workload)?;
-    let mut t = Target::load(&args.target).map_err(PipelineError::from)?;
-    let kind = args.runner.unwrap_or(if t.is_native() { RunnerKind::Native } else { RunnerKind::Qemu });
-    let mut notes = Vec::new();
-    if kind == RunnerKind::Qemu && t.is_native() {
-        // QEMU's user mode lacks some host extensions (AVX-512 in QEMU 7.2):
-        // build for the features it emulates.
-        let emulable = emulable_host_target(&t);
-        if emulable.features != t.features {
-            notes.push(format!(
-                "built without the host features QEMU does not emulate (AVX-512 and newer): {} vector bits",
-                emulable.caps.max_bits()
-            ));
-        }
-        t = emulable;
-    }
-    if kind != RunnerKind::Qemu {
-        // The QEMU runner also runs VLs beyond the target's (a hypothetical
-        // CPU with that VL); its own check below names what it allows.
-        for vl in &args.vl {
-            t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
-        }
-    }
+    let (t, kind, mut notes) = runner_target(&args.target, args.runner, &args.vl)?;
     let trace = match &args.schedule {
         Some(p) => Schedule::from_file(p)?.trace,
         None => Trace::default(),
@@ -195,26 +182,10 @@ pub fn run(args: &MeasureArgs, rt: &Handle) -> anyhow::Result<MeasureOutcome> {
     if args.farm.is_some() && kind != RunnerKind::Remote {
         bail!("--farm lists remote agents; it needs --runner remote");
     }
-    let (runners, runner_notes) = runners(kind, args, &t, rt)?;
+    let (runners, runner_notes) = runners(kind, &args.protocol(), args.farm.as_deref(), &t, rt)?;
     notes.extend(runner_notes);
     let vls = if args.vl.is_empty() { t.default_vl_bits.clone() } else { args.vl.clone() };
-    for vl in &vls {
-        if !runners.iter().any(|r| r.accepts(&t, *vl)) {
-            let hint = match kind {
-                RunnerKind::Native if !t.is_native() => " (emulated target: use --runner qemu)".to_string(),
-                RunnerKind::Qemu if t.caps.scalable => {
-                    " (scalable targets run at powers of two from 128 to 2048 bits on AArch64, 1024 on RISC-V)".into()
-                }
-                RunnerKind::Qemu => format!(" (fixed at {} bits)", t.caps.max_bits()),
-                RunnerKind::Remote => {
-                    let offered: Vec<String> = runners.iter().map(|r| r.name()).collect();
-                    format!(" (no agent among {} offers it)", offered.join(", "))
-                }
-                RunnerKind::Native => String::new(),
-            };
-            bail!("runner {} cannot run target `{}` at VL {vl}{hint}", kind.name(), t.name);
-        }
-    }
+    check_runners_accept(&runners, kind, &t, &vls)?;
 
     let mut builder = LlvmBuilder::new().with_seed(args.seed);
     if !args.no_cache {
@@ -274,6 +245,65 @@ pub fn run(args: &MeasureArgs, rt: &Handle) -> anyhow::Result<MeasureOutcome> {
         }
     }
     Ok(MeasureOutcome { report: out, passed, measurement: m })
+}
+
+/// The target a runner kind builds for, the runner kind (default: native
+/// for targets that run here, else QEMU) and notes for the report. QEMU's
+/// user mode lacks some host extensions (AVX-512 in QEMU 7.2), so the host
+/// under QEMU is built for the features it emulates.
+pub(crate) fn runner_target(
+    target: &str,
+    runner: Option<RunnerKind>,
+    vls: &[u32],
+) -> anyhow::Result<(Target, RunnerKind, Vec<String>)> {
+    let mut t = Target::load(target).map_err(PipelineError::from)?;
+    let kind = runner.unwrap_or(if t.is_native() { RunnerKind::Native } else { RunnerKind::Qemu });
+    let mut notes = Vec::new();
+    if kind == RunnerKind::Qemu && t.is_native() {
+        let emulable = emulable_host_target(&t);
+        if emulable.features != t.features {
+            notes.push(format!(
+                "built without the host features QEMU does not emulate (AVX-512 and newer): {} vector bits",
+                emulable.caps.max_bits()
+            ));
+        }
+        t = emulable;
+    }
+    if kind != RunnerKind::Qemu {
+        // The QEMU runner also runs VLs beyond the target's (a hypothetical
+        // CPU with that VL); `check_runners_accept` names what it allows.
+        for vl in vls {
+            t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
+        }
+    }
+    Ok((t, kind, notes))
+}
+
+/// Refuses vector lengths no runner accepts, with a hint of what would.
+pub(crate) fn check_runners_accept(
+    runners: &[Arc<dyn Runner>],
+    kind: RunnerKind,
+    t: &Target,
+    vls: &[u32],
+) -> anyhow::Result<()> {
+    for vl in vls {
+        if !runners.iter().any(|r| r.accepts(t, *vl)) {
+            let hint = match kind {
+                RunnerKind::Native if !t.is_native() => " (emulated target: use --runner qemu)".to_string(),
+                RunnerKind::Qemu if t.caps.scalable => {
+                    " (scalable targets run at powers of two from 128 to 2048 bits on AArch64, 1024 on RISC-V)".into()
+                }
+                RunnerKind::Qemu => format!(" (fixed at {} bits)", t.caps.max_bits()),
+                RunnerKind::Remote => {
+                    let offered: Vec<String> = runners.iter().map(|r| r.name()).collect();
+                    format!(" (no agent among {} offers it)", offered.join(", "))
+                }
+                RunnerKind::Native => String::new(),
+            };
+            bail!("runner {} cannot run target `{}` at VL {vl}{hint}", kind.name(), t.name);
+        }
+    }
+    Ok(())
 }
 
 fn describe_protocol(p: &TimingProtocol) -> String {

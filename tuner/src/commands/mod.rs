@@ -3,5 +3,7 @@
 pub mod agent;
 pub mod check;
 pub mod compile;
+pub mod db;
 pub mod info;
 pub mod measure;
+pub mod tune;

@@ -1,0 +1,221 @@
+//! `scaletune db` (stats, top, best, export, import, check) and `scaletune show RECORD`: reading and moving the tuning database.
+
+use crate::pipeline::load_workload;
+use crate::tune::objective::ObjectiveKind;
+use crate::tune::store::workload_definition;
+use crate::tune::summary::si;
+use anyhow::{bail, Context};
+use scaletune_codegen::pipeline::{compile, Options};
+use scaletune_codegen::target::Target;
+use scaletune_database::{hash_text, Database, Record, RecordFilter};
+use scaletune_space::trace::parse_trace;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// `db` subcommands.
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum DbCommand {
+    /// Counts of jobs and records, and the best objective per workload and target.
+    Stats,
+    /// The best records of a workload on a target.
+    Top {
+        /// Workload: `NAME`, `NAME:P=V,...` or a TOML file.
+        workload: String,
+        /// Target name.
+        #[arg(long, short)]
+        target: String,
+        /// How many.
+        #[arg(short, default_value_t = 10)]
+        k: usize,
+    },
+    /// The best trace of a workload on a target, as text `--schedule` accepts.
+    Best {
+        /// Workload: `NAME`, `NAME:P=V,...` or a TOML file.
+        workload: String,
+        /// Target name.
+        #[arg(long, short)]
+        target: String,
+    },
+    /// Every record as JSON lines (to FILE, or standard output).
+    Export {
+        /// Output file.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Records exported from another database (duplicates skipped).
+    Import {
+        /// JSON-lines file.
+        file: PathBuf,
+    },
+    /// Integrity, foreign keys, schema version.
+    Check,
+}
+
+/// The database file of a command.
+pub fn db_path(db: Option<&Path>) -> PathBuf {
+    db.map_or_else(scaletune_database::default_path, Path::to_path_buf)
+}
+
+/// The records of a workload on a target, best first: matched by the
+/// workload's definition and the target's name (any runner and VL set).
+fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow::Result<Vec<Record>> {
+    let w = load_workload(workload)?;
+    let t = Target::load(target)?;
+    let wh = hash_text(&workload_definition(&w));
+    let mut recs: Vec<Record> = db
+        .best_k(&wh, "", usize::MAX / 2, &RecordFilter::default())?
+        .into_iter()
+        .chain(db.workload_records(&wh)?.into_iter().filter(|r| r.status == "ok" && r.objective.is_some()))
+        .filter(|r| r.target_name == t.name && !r.trace.is_empty())
+        .collect();
+    recs.sort_by(|a, b| {
+        a.objective.unwrap_or(f64::INFINITY).total_cmp(&b.objective.unwrap_or(f64::INFINITY)).then(a.id.cmp(&b.id))
+    });
+    recs.dedup_by_key(|r| r.id);
+    recs.truncate(k);
+    Ok(recs)
+}
+
+fn objective_text(r: &Record) -> String {
+    let Some(x) = r.objective else { return "-".into() };
+    match r.objective_kind.as_str() {
+        "time_s" => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
+        kind => format!("{} {kind} (emulated)", si(x)),
+    }
+}
+
+/// Runs a `db` subcommand; returns the text to print and the exit status.
+pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
+    let path = db_path(db);
+    let mut out = String::new();
+    if let DbCommand::Import { file } = cmd {
+        let db = Database::open(&path)?;
+        let f = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let stats =
+            db.import_jsonl(std::io::BufReader::new(f)).with_context(|| format!("importing {}", file.display()))?;
+        let _ = writeln!(out, "imported {} records, {} already present", stats.inserted, stats.duplicates);
+        return Ok((out, 0));
+    }
+    let db = Database::open_existing(&path)?;
+    match cmd {
+        DbCommand::Stats => {
+            let s = db.stats()?;
+            let jobs: Vec<String> = s.jobs.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            let _ = writeln!(
+                out,
+                "{}: {} records; jobs: {}",
+                path.display(),
+                s.records,
+                if jobs.is_empty() { "none".into() } else { jobs.join(", ") }
+            );
+            for t in &s.tasks {
+                let def = db
+                    .workload_records(&t.workload_hash)?
+                    .first()
+                    .and_then(|r| db.workload_definition(r.workload_id).ok().flatten())
+                    .unwrap_or_default();
+                let name = serde_json::from_str::<scaletune_space::workload::Workload>(&def)
+                    .map_or_else(|_| t.workload_hash[..12].to_string(), |w| w.reference());
+                let statuses: Vec<String> = t.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let best: Vec<String> = t.best.iter().map(|(k, v)| format!("{k} {v:.4e}")).collect();
+                let _ = writeln!(
+                    out,
+                    "  {name} on {}: {}; best {}",
+                    t.target,
+                    statuses.join(", "),
+                    if best.is_empty() { "-".into() } else { best.join(", ") }
+                );
+            }
+        }
+        DbCommand::Top { workload, target, k } => {
+            for r in best_records(&db, workload, target, *k)? {
+                let _ = writeln!(
+                    out,
+                    "record {:>6}  {:>32}  runner {} VLs [{}]  job {}",
+                    r.id,
+                    objective_text(&r),
+                    r.runner,
+                    r.vl_set,
+                    r.job_id.map_or("-".into(), |j| j.to_string())
+                );
+            }
+            if out.is_empty() {
+                bail!("no measured schedule of {workload} on {target} in {}", path.display());
+            }
+        }
+        DbCommand::Best { workload, target } => {
+            let Some(r) = best_records(&db, workload, target, 1)?.into_iter().next() else {
+                bail!("no measured schedule of {workload} on {target} in {}", path.display());
+            };
+            let _ =
+                writeln!(out, "# record {}: {} ({} runner, VLs [{}])", r.id, objective_text(&r), r.runner, r.vl_set);
+            out.push_str(&r.trace);
+            if !r.trace.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        DbCommand::Export { out: file } => {
+            let mut bytes = Vec::new();
+            let n = db.export_jsonl(&mut bytes)?;
+            match file {
+                Some(f) => {
+                    std::fs::write(f, &bytes).with_context(|| format!("cannot write {}", f.display()))?;
+                    let _ = writeln!(out, "exported {n} records to {}", f.display());
+                }
+                None => out.push_str(&String::from_utf8_lossy(&bytes)),
+            }
+        }
+        DbCommand::Check => {
+            let report = db.check()?;
+            let _ = writeln!(out, "{}: {report}", path.display());
+            return Ok((out, u8::from(!report.ok())));
+        }
+        DbCommand::Import { .. } => unreachable!("handled above"),
+    }
+    Ok((out, 0))
+}
+
+/// `show RECORD`: a record's figures, trace, loop nest, vector program and assembly.
+pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
+    let path = db_path(db);
+    let db = Database::open_existing(&path)?;
+    let Some(r) = db.record(record)? else { bail!("{} has no record {record}", path.display()) };
+    let def = db.workload_definition(r.workload_id)?.unwrap_or_default();
+    let w: scaletune_space::workload::Workload = serde_json::from_str(&def)
+        .with_context(|| format!("record {record}: its workload definition is not one this scaletune reads"))?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "record {}: {} on {}, runner {}, VLs [{}], job {}, trial {}",
+        r.id,
+        w.reference(),
+        r.target_name,
+        r.runner,
+        r.vl_set,
+        r.job_id.map_or("-".into(), |j| j.to_string()),
+        r.trial_idx
+    );
+    let _ = writeln!(
+        out,
+        "status {}{}; objective {}; build {:.2} s, run {:.2} s; {}",
+        r.status,
+        if r.message.is_empty() { String::new() } else { format!(" ({})", r.message) },
+        objective_text(&r),
+        r.build_s,
+        r.run_s,
+        r.created_at
+    );
+    let _ =
+        writeln!(out, "\n## trace\n{}", if r.trace.is_empty() { "(unscheduled)\n".into() } else { r.trace.clone() });
+    let target =
+        Target::load(&r.target_name).with_context(|| format!("record {record}: target `{}`", r.target_name))?;
+    let trace = parse_trace(&r.trace).map_err(|e| anyhow::anyhow!("record {record}: {e}"))?;
+    let mut opts = Options::default();
+    opts.emit.asm = true;
+    let c =
+        compile(&w, Some(&trace), &target, &opts).with_context(|| format!("record {record}: compiling its trace"))?;
+    let _ = writeln!(out, "## loop nest\n{}", c.nest);
+    let _ = writeln!(out, "## vector program\n{}", c.program);
+    let _ = writeln!(out, "## assembly ({})\n{}", c.target.name, c.asm.unwrap_or_default());
+    Ok(out)
+}

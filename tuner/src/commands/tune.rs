@@ -1,0 +1,325 @@
+//! `scaletune tune`: a resumable tuning job over one or more workloads on one target, recorded in the tuning database.
+
+use super::measure::{check_runners_accept, runner_target, runners, RunnerKind};
+use crate::cost_model;
+use crate::search::StrategyKind;
+use crate::tune::job::{self, LoopState, Observer, StopReason};
+use crate::tune::objective::{parse_vl_weight, Objective, ObjectiveKind};
+use crate::tune::summary::{format_objective, summary};
+use crate::tune::task::Task;
+use crate::tune::{setup, suite::Suite, JobConfig};
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use scaletune_database::{Database, JobStatus, NewJob};
+use scaletune_measure::{ArtifactCache, Farm, LlvmBuilder, TimingProtocol};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+/// Options of `tune`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct TuneArgs {
+    /// Workloads: `NAME`, `NAME:P=V,...` or TOML files.
+    pub workloads: Vec<String>,
+    /// A suite of weighted workloads (`configs/suites/NAME.toml` by name, or a path).
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Target name or TOML file.
+    #[arg(long, short, required_unless_present = "resume")]
+    pub target: Option<String>,
+    /// Trial budget of the job (candidates measured, failures included).
+    #[arg(long, default_value_t = 64)]
+    pub trials: usize,
+    /// Stop after this long (`90s`, `20m`, `2h`); a resumed job gets it afresh.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub time_limit: Option<Duration>,
+    /// Tuning database [default: $SCALETUNE_DB, else ./scaletune.db].
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Job seed: the same seed, inputs and database give the same candidates.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Vector lengths in bits (comma-separated); default: the target's.
+    #[arg(long, value_delimiter = ',')]
+    pub vl: Vec<u32>,
+    /// Weights of vector lengths in the objective's geometric mean (`128=1,256=2`).
+    #[arg(long, value_delimiter = ',', value_parser = parse_vl_weight)]
+    pub vl_weights: Vec<(u32, f64)>,
+    /// Runner [default: native for targets that run on this machine, else qemu].
+    #[arg(long, value_enum)]
+    pub runner: Option<RunnerKind>,
+    /// Farm file listing remote agents (for `--runner remote`).
+    #[arg(long)]
+    pub farm: Option<PathBuf>,
+    /// Search strategy.
+    #[arg(long, value_enum, default_value = "evolutionary")]
+    pub strategy: StrategyKind,
+    /// Objective [default: time natively and remotely, estimated cycles under QEMU].
+    #[arg(long, value_enum)]
+    pub objective: Option<ObjectiveKind>,
+    /// Candidates per batch [default: enough to keep builders and runners busy].
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Build workers [default: the number of CPUs].
+    #[arg(long)]
+    pub builders: Option<usize>,
+    /// Timed repeats per candidate.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
+    /// Minimum duration of one repeat in milliseconds.
+    #[arg(long, default_value_t = 10)]
+    pub min_repeat_ms: u32,
+    /// Timeout of each run in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+    /// Continue job JOB (its own arguments; re-measures nothing, same seed stream).
+    #[arg(long)]
+    pub resume: Option<i64>,
+    /// Directory of the artifact cache [default: scaletune-artifacts in the temporary directory].
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl TuneArgs {
+    /// The job this invocation describes (for a new job).
+    fn config(&self) -> anyhow::Result<JobConfig> {
+        let mut workloads: Vec<(String, f64)> = self.workloads.iter().map(|w| (w.clone(), 1.0)).collect();
+        if let Some(s) = &self.suite {
+            let suite = Suite::load(s)?;
+            workloads.extend(suite.tasks.into_iter().map(|t| (t.workload, t.weight)));
+        }
+        if workloads.is_empty() {
+            bail!("nothing to tune: name workloads or a --suite");
+        }
+        if self.trials == 0 {
+            bail!("--trials must be at least 1");
+        }
+        if self.timeout == 0 {
+            bail!("--timeout must be at least 1 second");
+        }
+        let Some(target) = self.target.clone() else { bail!("--target is required for a new job") };
+        let (t, runner, _) = runner_target(&target, self.runner, &self.vl)?;
+        let kind = self.objective.unwrap_or(JobConfig::default_objective(runner));
+        if kind.is_emulated() && runner != RunnerKind::Qemu {
+            bail!("--objective {} is measured under QEMU: add --runner qemu", kind.name());
+        }
+        if kind == ObjectiveKind::Time && runner == RunnerKind::Qemu {
+            bail!("under QEMU wall time is emulation time: use --objective cycles or instructions");
+        }
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let builders = self.builders.unwrap_or(cpus).max(1);
+        let _ = t;
+        Ok(JobConfig {
+            workloads,
+            target,
+            trials: self.trials,
+            time_limit_s: self.time_limit.map(|d| d.as_secs_f64()),
+            seed: self.seed,
+            vls: self.vl.clone(),
+            objective: Objective { kind, vl_weights: self.vl_weights.clone() },
+            runner,
+            farm: self.farm.clone(),
+            strategy: self.strategy,
+            batch: self.batch.unwrap_or(2 * builders + 4).max(1),
+            builders,
+            protocol: TimingProtocol {
+                warmup: 1,
+                number: 1,
+                repeat: self.repeat.max(1),
+                min_repeat_ms: self.min_repeat_ms,
+                flush_cache: false,
+                pin_core: None,
+            },
+            timeout_s: self.timeout,
+        })
+    }
+}
+
+/// Progress on a terminal: a bar with trials, the best per task and the ETA.
+struct Bar {
+    bar: ProgressBar,
+    kind: ObjectiveKind,
+}
+
+/// Progress elsewhere: one line per batch.
+struct Lines {
+    kind: ObjectiveKind,
+    trials: usize,
+}
+
+fn bests(tasks: &[Task], kind: ObjectiveKind) -> String {
+    let parts: Vec<String> = tasks
+        .iter()
+        .map(|t| {
+            let best = t.best().map_or_else(
+                || "-".into(),
+                |b| match crate::tune::summary::gflops(t, kind, b) {
+                    Some(g) => format!("{g:.1} GFLOPS"),
+                    None => format_objective(kind, b),
+                },
+            );
+            format!("{} {best}", t.workload.name)
+        })
+        .collect();
+    parts.join(" | ")
+}
+
+impl Observer for Bar {
+    fn trial(&mut self, tasks: &[Task], state: &LoopState) {
+        self.bar.set_position(state.trials as u64);
+        self.bar.set_message(bests(tasks, self.kind));
+    }
+
+    fn batch(&mut self, _: &[Task], _: &LoopState, _: usize, _: usize, _: Duration) {}
+}
+
+impl Observer for Lines {
+    fn trial(&mut self, _: &[Task], _: &LoopState) {}
+
+    fn batch(&mut self, tasks: &[Task], state: &LoopState, task: usize, measured: usize, elapsed: Duration) {
+        println!(
+            "batch {:>3}: {} {} trials in {:.1} s, {}/{} done; best: {}",
+            state.batches,
+            tasks[task].workload.reference(),
+            measured,
+            elapsed.as_secs_f64(),
+            state.trials,
+            self.trials,
+            bests(tasks, self.kind)
+        );
+    }
+}
+
+/// Listens for Ctrl-C and SIGTERM; returns the notification and the exit status the signal asks for.
+fn interrupts(rt: &Handle) -> (Arc<Notify>, Arc<std::sync::atomic::AtomicU8>) {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    use tokio::signal::unix::{signal, SignalKind};
+    let notify = Arc::new(Notify::new());
+    let code = Arc::new(AtomicU8::new(0));
+    let (n, c) = (Arc::clone(&notify), Arc::clone(&code));
+    rt.spawn(async move {
+        let mut term = signal(SignalKind::terminate()).ok();
+        let sigterm = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let got = tokio::select! {
+            _ = tokio::signal::ctrl_c() => 130,
+            _ = sigterm => 143,
+        };
+        c.store(got, Ordering::SeqCst);
+        n.notify_one();
+    });
+    (notify, code)
+}
+
+/// The outcome of `tune`: the exit status (0, or 130/143 when interrupted).
+pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
+    let path = args.db.clone().unwrap_or_else(scaletune_database::default_path);
+    let db = Database::open(&path)?;
+    let (cfg, job_id, state) = match args.resume {
+        Some(id) => {
+            let job = db.job(id)?.with_context(|| format!("{} has no job {id}", path.display()))?;
+            let cfg: JobConfig = serde_json::from_str(&job.arguments)
+                .with_context(|| format!("job {id} was not made by this version of `scaletune tune`"))?;
+            let state: LoopState = job.state.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+            db.reopen_job(id)?;
+            println!("resuming job {id} after {} trials ({} batches)", state.trials, state.batches);
+            (cfg, id, state)
+        }
+        None => {
+            let cfg = args.config()?;
+            let id = db.create_job(&NewJob {
+                arguments: serde_json::to_string(&cfg)?,
+                seed: cfg.seed,
+                strategy: cfg.strategy.name().to_string(),
+            })?;
+            (cfg, id, LoopState::default())
+        }
+    };
+    let (target, runner, notes) = runner_target(&cfg.target, Some(cfg.runner), &cfg.vls)?;
+    for n in &notes {
+        println!("note: {n}");
+    }
+    let (runner_list, runner_notes) = runners(cfg.runner, &cfg.protocol, cfg.farm.as_deref(), &target, rt)?;
+    for n in &runner_notes {
+        println!("note: {n}");
+    }
+    let vls = if cfg.vls.is_empty() { target.default_vl_bits.clone() } else { cfg.vls.clone() };
+    check_runners_accept(&runner_list, runner, &target, &vls)?;
+    let mut setup = setup(&cfg, &target, &db)?;
+    let known: usize = setup.tasks.iter().map(|t| t.measured.len()).sum();
+    println!(
+        "job {job_id}: {} task(s) on {} ({}), runner {}, objective {}, strategy {}, {} trials, database {} ({} candidates known)",
+        setup.tasks.len(),
+        target.name,
+        target.vector_summary(),
+        runner.name(),
+        cfg.objective.kind.name(),
+        cfg.strategy.name(),
+        cfg.trials,
+        path.display(),
+        known
+    );
+
+    let mut builder = LlvmBuilder::new().with_seed(cfg.seed);
+    let dir = args.cache_dir.clone().unwrap_or_else(ArtifactCache::default_dir);
+    let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
+    builder = builder.with_cache(cache);
+    let farm = Farm::new(Arc::new(builder), cfg.builders, runner_list);
+    let (interrupt, code) = interrupts(rt);
+    let lp = job::Loop {
+        db: &db,
+        job: job_id,
+        rows: setup.rows.clone(),
+        farm: &farm,
+        runner: runner.name(),
+        objective: &cfg.objective,
+        strategy: cfg.strategy.build(),
+        seed: cfg.seed,
+        trials: cfg.trials,
+        time_limit: cfg.time_limit_s.map(Duration::from_secs_f64).or(args.time_limit),
+        batch: cfg.batch,
+        timeout: Duration::from_secs(cfg.timeout_s),
+        interrupt,
+    };
+    let training = std::mem::take(&mut setup.training);
+    let finished = if std::io::stdout().is_terminal() {
+        let bar = ProgressBar::new(cfg.trials as u64).with_position(state.trials as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} trials, {elapsed} (ETA {eta}) {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let mut obs = Bar { bar: bar.clone(), kind: cfg.objective.kind };
+        let r = rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs));
+        bar.finish_and_clear();
+        r
+    } else {
+        let mut obs = Lines { kind: cfg.objective.kind, trials: cfg.trials };
+        rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs))
+    }?;
+    let status = if finished.reason == StopReason::Interrupted { JobStatus::Interrupted } else { JobStatus::Finished };
+    db.finish_job(job_id, status, finished.reason.text())?;
+    let (train, held) = cost_model::split_held_out(&finished.rows);
+    let tau = cost_model::held_out_tau(&train, &held, cfg.seed);
+    println!(
+        "job {job_id} {}: {} trials in all; {}",
+        if status == JobStatus::Interrupted { "interrupted" } else { "finished" },
+        finished.state.trials,
+        finished.reason.text()
+    );
+    print!("{}", summary(&setup.tasks, cfg.objective.kind, tau));
+    if finished.reason == StopReason::Interrupted {
+        scaletune_measure::cleanup::on_interrupt();
+        println!("resume with: scaletune tune --resume {job_id} --db {}", path.display());
+        return Ok(code.load(std::sync::atomic::Ordering::SeqCst).max(130));
+    }
+    Ok(0)
+}

@@ -1,0 +1,346 @@
+//! Features of a candidate for the cost model, read off its lowered vector program at one vscale.
+//!
+//! A static walk of the program: scalar index registers whose values are
+//! known (constants, vscale, arithmetic on known values, loop variables at
+//! their first iteration) give each loop's trip count, and every operation
+//! is counted once per execution of its enclosing loops. No memory is
+//! touched and nothing runs, so a feature vector costs a small fraction of
+//! the lowering that precedes it.
+
+use scaletune_codegen::vprog::{BinOp, BufKind, Const, LoopHint, Op, Program, Reg, Stmt};
+use scaletune_space::ir::Nest;
+use scaletune_space::kind::VectorKind;
+use scaletune_space::workload::Workload;
+use std::collections::HashMap;
+
+/// Names of the features, in vector order (for reports and debugging).
+pub const NAMES: [&str; 30] = [
+    "kind_neon",
+    "kind_sve_vls",
+    "kind_sve_vla",
+    "kind_rvv",
+    "kind_x86",
+    "kind_scalar",
+    "lanes_f32_per_vscale",
+    "log2_vl",
+    "log2_vector_ops",
+    "log2_fma",
+    "log2_vector_arith",
+    "log2_scalar_arith",
+    "log2_vector_loads",
+    "log2_masked_loads",
+    "log2_gathers",
+    "log2_vector_stores",
+    "log2_masked_stores",
+    "log2_scatters",
+    "log2_scalar_mem",
+    "log2_reductions",
+    "log2_lane_masks",
+    "log2_loop_iterations",
+    "log2_innermost_trip",
+    "max_depth",
+    "unroll_product",
+    "log2_parallel_extent",
+    "log2_bytes_moved",
+    "arith_per_byte",
+    "log2_local_bytes",
+    "log2_inner_working_set",
+];
+
+/// Number of features.
+pub const N_FEATURES: usize = NAMES.len();
+
+/// Dynamic counts gathered by the walk.
+#[derive(Default)]
+struct Counts {
+    vector_ops: f64,
+    fma: f64,
+    vector_arith: f64,
+    scalar_arith: f64,
+    vector_loads: f64,
+    masked_loads: f64,
+    gathers: f64,
+    vector_stores: f64,
+    masked_stores: f64,
+    scatters: f64,
+    scalar_mem: f64,
+    reductions: f64,
+    lane_masks: f64,
+    loop_iterations: f64,
+    bytes_moved: f64,
+    flops: f64,
+    innermost_trip: f64,
+    max_depth: usize,
+    unroll_product: f64,
+    parallel_extent: f64,
+    /// Bytes touched by one iteration of the innermost loops (the register/L1 working set).
+    inner_working_set: f64,
+}
+
+struct Walk<'a> {
+    prog: &'a Program,
+    vscale: u32,
+    known: HashMap<Reg, i64>,
+    c: Counts,
+}
+
+impl Walk<'_> {
+    fn lanes(&self, r: Reg) -> f64 {
+        self.prog.ty(r).lanes.map_or(1.0, |l| l.count(self.vscale) as f64)
+    }
+
+    fn elem_bytes(&self, r: Reg) -> f64 {
+        f64::from(self.prog.ty(r).elem.bits().max(8)) / 8.0
+    }
+
+    fn assign(&mut self, dst: Reg, op: &Op, w: f64) {
+        let vector = self.prog.ty(dst).is_vector();
+        if vector {
+            self.c.vector_ops += w;
+        }
+        let value = match op {
+            Op::Const(Const::Int(x, _)) => Some(*x),
+            Op::VScale => Some(i64::from(self.vscale)),
+            Op::Copy(a) => self.known.get(a).copied(),
+            Op::Bin(b, x, y) => {
+                let (x, y) = (self.known.get(x).copied(), self.known.get(y).copied());
+                let arith = if vector { &mut self.c.vector_arith } else { &mut self.c.scalar_arith };
+                *arith += w;
+                if self.prog.ty(dst).elem.is_float() {
+                    self.c.flops += w * self.lanes(dst);
+                }
+                match (x, y) {
+                    (Some(x), Some(y)) => fold(*b, x, y),
+                    _ => None,
+                }
+            }
+            Op::Fma(..) => {
+                self.c.fma += w;
+                self.c.flops += 2.0 * w * self.lanes(dst);
+                None
+            }
+            Op::Un(..) | Op::Cmp(..) | Op::Select(..) | Op::Cast(..) => {
+                let arith = if vector { &mut self.c.vector_arith } else { &mut self.c.scalar_arith };
+                *arith += w;
+                None
+            }
+            Op::Load { .. } => {
+                self.c.scalar_mem += w;
+                self.c.bytes_moved += w * self.elem_bytes(dst);
+                None
+            }
+            Op::VLoad { mask, .. } => {
+                self.c.vector_loads += w;
+                if mask.is_some() {
+                    self.c.masked_loads += w;
+                }
+                self.c.bytes_moved += w * self.lanes(dst) * self.elem_bytes(dst);
+                None
+            }
+            Op::Gather { .. } => {
+                self.c.gathers += w;
+                self.c.bytes_moved += w * self.lanes(dst) * self.elem_bytes(dst);
+                None
+            }
+            Op::Reduce(..) => {
+                self.c.reductions += w;
+                None
+            }
+            Op::ActiveLaneMask { .. } => {
+                self.c.lane_masks += w;
+                None
+            }
+            Op::Bitcast(..) | Op::Splat(..) | Op::Step(..) | Op::Extract(..) | Op::Const(_) => None,
+        };
+        match value {
+            Some(v) => {
+                self.known.insert(dst, v);
+            }
+            None => {
+                self.known.remove(&dst);
+            }
+        }
+    }
+
+    /// Walks `body` executed `w` times at loop depth `depth`; returns the
+    /// bytes one execution of the body touches.
+    fn body(&mut self, body: &[Stmt], w: f64, depth: usize) -> f64 {
+        let mut bytes = 0.0;
+        self.c.max_depth = self.c.max_depth.max(depth);
+        for s in body {
+            match s {
+                Stmt::Assign { dst, op } => {
+                    if matches!(op, Op::Load { .. } | Op::VLoad { .. } | Op::Gather { .. }) {
+                        bytes += self.lanes(*dst) * self.elem_bytes(*dst);
+                    }
+                    self.assign(*dst, op, w);
+                }
+                Stmt::Store { value, .. } => {
+                    self.c.scalar_mem += w;
+                    self.c.bytes_moved += w * self.elem_bytes(*value);
+                    bytes += self.elem_bytes(*value);
+                }
+                Stmt::VStore { value, mask, .. } => {
+                    self.c.vector_stores += w;
+                    if mask.is_some() {
+                        self.c.masked_stores += w;
+                    }
+                    let b = self.lanes(*value) * self.elem_bytes(*value);
+                    self.c.bytes_moved += w * b;
+                    bytes += b;
+                }
+                Stmt::Scatter { value, .. } => {
+                    self.c.scatters += w;
+                    let b = self.lanes(*value) * self.elem_bytes(*value);
+                    self.c.bytes_moved += w * b;
+                    bytes += b;
+                }
+                Stmt::Loop { var, start, end, body, hint } => {
+                    let (s, e) = (self.known.get(start).copied(), self.known.get(end).copied());
+                    // Unknown bounds (an edge tile's min, say): count one
+                    // iteration, the loop's least.
+                    let trip = match (s, e) {
+                        (Some(s), Some(e)) => (e - s).max(0) as f64,
+                        _ => 1.0,
+                    };
+                    if let Some(s) = s {
+                        self.known.insert(*var, s);
+                    } else {
+                        self.known.remove(var);
+                    }
+                    match hint {
+                        LoopHint::Unroll(k) => self.c.unroll_product *= f64::from(*k).max(1.0),
+                        LoopHint::Parallel => self.c.parallel_extent = self.c.parallel_extent.max(trip),
+                        LoopHint::None => {}
+                    }
+                    self.c.loop_iterations += w * trip;
+                    let inner = self.body(body, w * trip, depth + 1);
+                    if !body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
+                        self.c.innermost_trip = self.c.innermost_trip.max(trip);
+                        self.c.inner_working_set = self.c.inner_working_set.max(inner * trip);
+                    }
+                    bytes += inner * trip;
+                }
+                Stmt::If { then_body, else_body, .. } => {
+                    // Both arms at full weight: an upper bound on the work.
+                    bytes += self.body(then_body, w, depth).max(self.body(else_body, w, depth));
+                }
+            }
+        }
+        bytes
+    }
+}
+
+fn fold(b: BinOp, x: i64, y: i64) -> Option<i64> {
+    Some(match b {
+        BinOp::Add => x.checked_add(y)?,
+        BinOp::Sub => x.checked_sub(y)?,
+        BinOp::Mul => x.checked_mul(y)?,
+        BinOp::Min => x.min(y),
+        BinOp::Max => x.max(y),
+        BinOp::FloorDiv if y != 0 => x.div_euclid(y),
+        BinOp::FloorMod if y != 0 => x.rem_euclid(y),
+        _ => return None,
+    })
+}
+
+fn log2p(x: f64) -> f32 {
+    (x.max(0.0) + 1.0).log2() as f32
+}
+
+/// The feature vector of a scheduled nest's vector program at vector length `vl_bits`.
+pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<f32> {
+    let caps = &nest.caps;
+    let vscale = if caps.scalable {
+        caps.fixed_vscale().unwrap_or_else(|| (vl_bits / caps.granule_bits.max(1)).max(1))
+    } else {
+        1
+    };
+    let mut walk = Walk { prog, vscale, known: HashMap::new(), c: Counts { unroll_product: 1.0, ..Counts::default() } };
+    walk.body(&prog.body, 1.0, 0);
+    let c = walk.c;
+    let kind = nest.kinds.iter().find(|(_, k)| k == caps).map(|(kind, _)| *kind);
+    let one_hot = |pred: fn(VectorKind) -> bool| f32::from(u8::from(kind.is_some_and(pred)));
+    let local_bytes: f64 = prog
+        .buffers
+        .iter()
+        .filter(|b| matches!(b.kind, BufKind::Local { .. }))
+        .map(|b| b.len_at(vscale) as f64 * f64::from(b.dtype.bits()) / 8.0)
+        .sum();
+    let flops = w.flops().unwrap_or(c.flops);
+    let f = vec![
+        one_hot(|k| k == VectorKind::Neon),
+        one_hot(|k| k == VectorKind::Sve),
+        one_hot(|k| k == VectorKind::SveVla),
+        one_hot(|k| matches!(k, VectorKind::Rvv | VectorKind::RvvVla | VectorKind::RvvFixed(_))),
+        one_hot(|k| matches!(k, VectorKind::Avx512 | VectorKind::Avx2 | VectorKind::Sse)),
+        f32::from(u8::from(kind.is_none() && c.vector_ops == 0.0)),
+        caps.lanes_per_granule(32) as f32 * if caps.scalable { 1.0 } else { 0.0 },
+        (f64::from(vl_bits.max(1))).log2() as f32,
+        log2p(c.vector_ops),
+        log2p(c.fma),
+        log2p(c.vector_arith),
+        log2p(c.scalar_arith),
+        log2p(c.vector_loads),
+        log2p(c.masked_loads),
+        log2p(c.gathers),
+        log2p(c.vector_stores),
+        log2p(c.masked_stores),
+        log2p(c.scatters),
+        log2p(c.scalar_mem),
+        log2p(c.reductions),
+        log2p(c.lane_masks),
+        log2p(c.loop_iterations),
+        log2p(c.innermost_trip),
+        c.max_depth as f32,
+        c.unroll_product.min(4096.0) as f32,
+        log2p(c.parallel_extent),
+        log2p(c.bytes_moved),
+        (flops / c.bytes_moved.max(1.0)) as f32,
+        log2p(local_bytes),
+        log2p(c.inner_working_set),
+    ];
+    debug_assert_eq!(f.len(), N_FEATURES);
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scaletune_codegen::pipeline::{initial_nest, lower_nest};
+    use scaletune_codegen::target::Target;
+    use scaletune_space::trace::parse_trace;
+    use scaletune_space::workload::WorkloadRef;
+
+    fn feature_map(schedule: &str, vl: u32) -> HashMap<&'static str, f32> {
+        let w = WorkloadRef::parse("matmul:M=64,N=64,K=32").expect("ref").load().expect("loads");
+        let target = Target::load("sve-generic").expect("target");
+        let mut nest = initial_nest(&w, &target);
+        parse_trace(schedule).expect("parses").apply(&mut nest).expect("applies");
+        let prog = lower_nest(&w, &nest).expect("lowers");
+        NAMES.iter().copied().zip(features(&w, &nest, &prog, vl)).collect()
+    }
+
+    const VLA: &str = "use_vectors(\"sve-vla\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 4*vscale])\nreorder(i, j0, k, j1)\nvectorize(j1, tail=\"predicate\")\n";
+
+    #[test]
+    fn counts_follow_the_vector_length() {
+        let at128 = feature_map(VLA, 128);
+        let at512 = feature_map(VLA, 512);
+        assert_eq!(at128["kind_sve_vla"], 1.0);
+        assert_eq!(at128["lanes_f32_per_vscale"], 4.0);
+        // Four times the lanes: a quarter of the vector FMAs (64*16*32 at VL 128).
+        assert_eq!(at128["log2_fma"], log2p(64.0 * 16.0 * 32.0));
+        assert_eq!(at512["log2_fma"], log2p(64.0 * 4.0 * 32.0));
+        assert!(at128["log2_masked_loads"] > 0.0, "predicated tail: masked loads");
+        assert_eq!(at128["log2_gathers"], 0.0);
+    }
+
+    #[test]
+    fn the_unscheduled_nest_is_scalar() {
+        let f = feature_map("", 128);
+        assert_eq!(f["kind_scalar"], 1.0);
+        assert_eq!(f["log2_vector_ops"], 0.0);
+        assert_eq!(f["log2_loop_iterations"], log2p(64.0 + 64.0 * 64.0 + 64.0 * 64.0 * 32.0));
+    }
+}

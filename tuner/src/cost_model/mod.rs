@@ -1,0 +1,131 @@
+//! The learned cost model: gradient-boosted trees on features of each candidate's vector program, trained online on measured candidates.
+//!
+//! Targets are log objectives centred per task (`ln(objective)` minus the
+//! task's mean), so that tasks with very different run times train one
+//! model and the model ranks candidates within a task. The model only ever
+//! ranks; measured figures are what the job reports.
+
+pub mod features;
+mod gbdt;
+
+pub use gbdt::{CostModelError, Gbdt};
+
+use crate::tune::task::Task;
+use scaletune_codegen::pipeline::lower_nest;
+use scaletune_space::design::Sample;
+use std::collections::HashMap;
+
+/// A measured candidate as training data.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The task it belongs to (targets are centred per task).
+    pub task: usize,
+    /// Its features.
+    pub features: Vec<f32>,
+    /// Its objective (lower is better, positive).
+    pub objective: f64,
+}
+
+/// Feature vector of a sample of `task`: the mean of its features at the
+/// task's vector lengths (the objective is a mean over them too). `None`
+/// if the sample does not lower.
+pub fn sample_features(task: &Task, sample: &Sample) -> Option<Vec<f32>> {
+    let prog = lower_nest(&task.workload, &sample.nest).ok()?;
+    let vls = if task.vls.is_empty() { vec![128] } else { task.vls.clone() };
+    let mut sum = vec![0f32; features::N_FEATURES];
+    for &vl in &vls {
+        for (s, f) in sum.iter_mut().zip(features::features(&task.workload, &sample.nest, &prog, vl)) {
+            *s += f;
+        }
+    }
+    let n = vls.len() as f32;
+    Some(sum.into_iter().map(|s| s / n).collect())
+}
+
+/// A trained model.
+#[derive(Debug)]
+pub struct CostModel {
+    gbdt: Gbdt,
+    /// Rows it was trained on.
+    pub trained_on: usize,
+}
+
+/// Fewest rows worth training on.
+pub const MIN_ROWS: usize = 8;
+
+impl CostModel {
+    /// Trains on `rows` (deterministic for the same rows and seed); `None`
+    /// with fewer than [`MIN_ROWS`] rows.
+    pub fn train(rows: &[Row], seed: u64) -> Result<Option<CostModel>, CostModelError> {
+        if rows.len() < MIN_ROWS {
+            return Ok(None);
+        }
+        let targets = centred_targets(rows);
+        let features: Vec<Vec<f32>> = rows.iter().map(|r| r.features.clone()).collect();
+        let gbdt = Gbdt::train(&features, &targets, seed)?;
+        Ok(Some(CostModel { gbdt, trained_on: rows.len() }))
+    }
+
+    /// Predicted (centred log) objectives of feature vectors: lower is better.
+    pub fn predict(&self, features: &[Vec<f32>]) -> Vec<f32> {
+        self.gbdt.predict(features)
+    }
+
+    /// Indices of `samples` ordered best-predicted first; samples that do
+    /// not lower go last.
+    pub fn rank(&self, task: &Task, samples: &[Sample]) -> Vec<usize> {
+        let feats: Vec<Option<Vec<f32>>> = samples.iter().map(|s| sample_features(task, s)).collect();
+        let known: Vec<Vec<f32>> = feats.iter().flatten().cloned().collect();
+        let mut predicted = self.predict(&known).into_iter();
+        let mut scored: Vec<(usize, f32)> = feats
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i, if f.is_some() { predicted.next().unwrap_or(f32::INFINITY) } else { f32::INFINITY }))
+            .collect();
+        scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        scored.into_iter().map(|(i, _)| i).collect()
+    }
+}
+
+/// `ln(objective)` minus the mean of its task's.
+fn centred_targets(rows: &[Row]) -> Vec<f32> {
+    let mut sums: HashMap<usize, (f64, usize)> = HashMap::new();
+    for r in rows {
+        let e = sums.entry(r.task).or_default();
+        e.0 += r.objective.ln();
+        e.1 += 1;
+    }
+    rows.iter()
+        .map(|r| {
+            let (s, n) = sums[&r.task];
+            (r.objective.ln() - s / n as f64) as f32
+        })
+        .collect()
+}
+
+/// Kendall's tau-b between the model's predictions and the measured
+/// objectives of `held_out`, for a model trained on `train`; `None` when
+/// either side is too small.
+pub fn held_out_tau(train: &[Row], held_out: &[Row], seed: u64) -> Option<f64> {
+    if held_out.len() < 4 {
+        return None;
+    }
+    let model = CostModel::train(train, seed).ok()??;
+    let feats: Vec<Vec<f32>> = held_out.iter().map(|r| r.features.clone()).collect();
+    let predicted: Vec<f64> = model.predict(&feats).into_iter().map(f64::from).collect();
+    let measured = centred_targets(held_out).into_iter().map(f64::from).collect::<Vec<_>>();
+    Some(scaletune_measure::stats::kendall_tau_b(&predicted, &measured)).filter(|t| t.is_finite())
+}
+
+/// Splits rows into training and held-out parts: every fifth row held out.
+pub fn split_held_out(rows: &[Row]) -> (Vec<Row>, Vec<Row>) {
+    let (mut train, mut held) = (Vec::new(), Vec::new());
+    for (i, r) in rows.iter().enumerate() {
+        if i % 5 == 4 {
+            held.push(r.clone());
+        } else {
+            train.push(r.clone());
+        }
+    }
+    (train, held)
+}

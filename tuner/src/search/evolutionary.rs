@@ -1,0 +1,133 @@
+//! Evolutionary search: mutants of the best candidates known (this job's and the database's), bred for a few generations under the cost model, picked epsilon-greedily.
+//!
+//! One proposal of `n` samples:
+//! 1. Until the task has a measured candidate, fresh samples only.
+//! 2. Otherwise a pool of fresh samples and, for each of
+//!    [`Evolutionary::generations`] generations, mutants of the frontier
+//!    (first the elites; parents picked with a bias to the best,
+//!    [`scaletune_space::mutators::mutate_sample`]: decisions and
+//!    structural moves). With a trained cost model each generation's
+//!    frontier is its best-predicted mutants, so the search walks towards
+//!    what the model likes without measuring the way there.
+//! 3. `n - ⌈ε·n⌉` of the pool's best-predicted samples, plus `⌈ε·n⌉` drawn
+//!    at random from the rest (exploration: the model is only as good as
+//!    what it has seen). Without a model, mutants and fresh samples at
+//!    random, three to one.
+
+use super::{fresh_samples, SearchStrategy};
+use crate::cost_model::CostModel;
+use crate::tune::task::Task;
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use scaletune_space::design::Sample;
+use scaletune_space::mutators::mutate_sample;
+use std::collections::HashSet;
+
+/// Settings of the evolutionary search.
+#[derive(Clone, Debug)]
+pub struct Evolutionary {
+    /// Rounds of mutation under the cost model per proposal.
+    pub generations: usize,
+    /// Mutants bred per generation, as a multiple of the proposal size.
+    pub mutants_per_sample: usize,
+    /// Fresh samples in the pool, as a multiple of the proposal size.
+    pub fresh_per_sample: usize,
+    /// Share of each proposal picked at random instead of by the model.
+    pub epsilon: f64,
+}
+
+impl Default for Evolutionary {
+    fn default() -> Evolutionary {
+        Evolutionary { generations: 3, mutants_per_sample: 6, fresh_per_sample: 2, epsilon: 0.25 }
+    }
+}
+
+/// A parent index biased to the front (the best): `⌊len·u²⌋`.
+fn biased_index(len: usize, rng: &mut ChaCha8Rng) -> usize {
+    let u: f64 = rng.gen();
+    ((len as f64 * u * u) as usize).min(len.saturating_sub(1))
+}
+
+impl Evolutionary {
+    /// Mutants of `frontier` that are new (added to `seen`).
+    fn breed(
+        &self,
+        task: &Task,
+        frontier: &[Sample],
+        count: usize,
+        seen: &mut HashSet<String>,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<Sample> {
+        let mut out = Vec::new();
+        for _ in 0..count * 4 {
+            if out.len() >= count || frontier.is_empty() {
+                break;
+            }
+            let parent = &frontier[biased_index(frontier.len(), rng)];
+            let Some((child, _)) = mutate_sample(&task.space, parent, rng) else { continue };
+            let text = child.trace.to_string();
+            if task.measured.contains(&text) || !seen.insert(text) {
+                continue;
+            }
+            out.push(child);
+        }
+        out
+    }
+}
+
+impl SearchStrategy for Evolutionary {
+    fn name(&self) -> &'static str {
+        "evolutionary"
+    }
+
+    fn propose(&mut self, task: &Task, model: Option<&CostModel>, n: usize, rng: &mut ChaCha8Rng) -> Vec<Sample> {
+        let mut seen = HashSet::new();
+        if task.elites.is_empty() {
+            return fresh_samples(task, n, 20 * n + 20, &mut seen, rng);
+        }
+        let fresh = fresh_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
+        let mut frontier: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
+        let mut mutants: Vec<Sample> = Vec::new();
+        for _ in 0..self.generations.max(1) {
+            let children = self.breed(task, &frontier, self.mutants_per_sample * n, &mut seen, rng);
+            if children.is_empty() {
+                break;
+            }
+            match model {
+                Some(m) => {
+                    let ranked = m.rank(task, &children);
+                    let keep = (2 * n).max(1);
+                    let mut next: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
+                    next.extend(ranked.iter().take(keep).map(|&i| children[i].clone()));
+                    frontier = next;
+                }
+                None => frontier.clone_from(&children),
+            }
+            mutants.extend(children);
+            if model.is_none() {
+                // Without a model there is nothing to steer the later generations.
+                break;
+            }
+        }
+        match model {
+            Some(m) => {
+                let mut pool = mutants;
+                pool.extend(fresh);
+                let ranked = m.rank(task, &pool);
+                let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
+                let mut picked: Vec<usize> = ranked.iter().copied().take(n - explore).collect();
+                let mut rest: Vec<usize> = ranked.iter().copied().skip(n - explore).collect();
+                rest.shuffle(rng);
+                picked.extend(rest.into_iter().take(explore));
+                picked.into_iter().map(|i| pool[i].clone()).collect()
+            }
+            None => {
+                let n_mutants = (n * 3).div_ceil(4).min(mutants.len());
+                let mut out: Vec<Sample> = mutants.choose_multiple(rng, n_mutants).cloned().collect();
+                out.extend(fresh.into_iter().take(n - out.len()));
+                out
+            }
+        }
+    }
+}

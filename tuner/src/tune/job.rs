@@ -1,0 +1,214 @@
+//! The tuning loop: pick a task, propose a batch, measure it through the farm, record every result as it arrives, learn, repeat until a limit.
+
+use super::objective::Objective;
+use super::scheduler;
+use super::store::RecordInput;
+use super::task::Task;
+use crate::cost_model::{self, CostModel, Row};
+use crate::search::SearchStrategy;
+use scaletune_database::{Database, DbError};
+use scaletune_measure::{Candidate, Farm};
+use scaletune_space::design::Sample;
+use scaletune_space::sample::task_rng;
+use scaletune_space::trace::Trace;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Why a job stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The trial budget is spent.
+    Trials,
+    /// The time limit passed.
+    TimeLimit,
+    /// No task's design space has anything new to measure.
+    Exhausted,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+impl StopReason {
+    /// The text stored with the job.
+    pub fn text(self) -> &'static str {
+        match self {
+            StopReason::Trials => "trial budget reached",
+            StopReason::TimeLimit => "time limit reached",
+            StopReason::Exhausted => "design spaces exhausted",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Where the loop is: saved with the job after every batch, so `--resume`
+/// continues the same seed stream.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoopState {
+    /// Batches started so far (the next batch draws from stream `batches`).
+    pub batches: u64,
+    /// Trials recorded so far.
+    pub trials: usize,
+}
+
+/// What the loop reports as it goes (progress bar or plain lines).
+pub trait Observer {
+    /// A trial's result was recorded.
+    fn trial(&mut self, tasks: &[Task], state: &LoopState);
+    /// A batch ended.
+    fn batch(&mut self, tasks: &[Task], state: &LoopState, task: usize, measured: usize, elapsed: Duration);
+}
+
+/// The fixed parts of a running job.
+pub struct Loop<'a> {
+    /// The database records go to.
+    pub db: &'a Database,
+    /// The job's id.
+    pub job: i64,
+    /// Workload and target rows of each task.
+    pub rows: Vec<(i64, i64)>,
+    /// The farm.
+    pub farm: &'a Farm,
+    /// The runner kind's name (part of each record's key).
+    pub runner: &'a str,
+    /// What is minimized.
+    pub objective: &'a Objective,
+    /// The search strategy.
+    pub strategy: Box<dyn SearchStrategy>,
+    /// Job seed.
+    pub seed: u64,
+    /// Trial budget of the whole job.
+    pub trials: usize,
+    /// Wall-clock limit of this run of the job.
+    pub time_limit: Option<Duration>,
+    /// Candidates per batch.
+    pub batch: usize,
+    /// Per-run timeout of a candidate.
+    pub timeout: Duration,
+    /// Notified on Ctrl-C / SIGTERM.
+    pub interrupt: Arc<Notify>,
+}
+
+/// The job's outcome.
+pub struct Finished {
+    /// Why it stopped.
+    pub reason: StopReason,
+    /// Where the loop ended.
+    pub state: LoopState,
+    /// The training rows seen (for the model's held-out figure).
+    pub rows: Vec<Row>,
+}
+
+impl Loop<'_> {
+    /// Runs batches until a limit; every result is committed as it arrives.
+    pub async fn run(
+        mut self,
+        tasks: &mut [Task],
+        mut rows: Vec<Row>,
+        mut state: LoopState,
+        observer: &mut dyn Observer,
+    ) -> Result<Finished, DbError> {
+        let started = Instant::now();
+        let mut exhausted = vec![false; tasks.len()];
+        let mut model = CostModel::train(&rows, self.seed).ok().flatten();
+        let reason = loop {
+            if state.trials >= self.trials {
+                break StopReason::Trials;
+            }
+            if self.time_limit.is_some_and(|l| started.elapsed() >= l) {
+                break StopReason::TimeLimit;
+            }
+            let Some(ti) = scheduler::pick(tasks, &exhausted) else { break StopReason::Exhausted };
+            let mut rng = task_rng(self.seed, state.batches);
+            state.batches += 1;
+            let n = self.batch.min(self.trials - state.trials).max(1);
+            let task = &tasks[ti];
+            let mut samples: Vec<Sample> = Vec::new();
+            if task.baseline.is_none() && !task.is_measured(&Trace::default()) {
+                // The unscheduled nest: the baseline speed-ups are quoted against.
+                samples.push(Sample {
+                    space_trace: usize::MAX,
+                    trace: Trace::default(),
+                    nest: task.space.nest.clone(),
+                    rejected: 0,
+                });
+            }
+            let want = n.saturating_sub(samples.len());
+            if want > 0 {
+                samples.extend(self.strategy.propose(task, model.as_ref(), want, &mut rng));
+            }
+            if samples.is_empty() {
+                exhausted[ti] = true;
+                continue;
+            }
+            let candidates: Vec<Candidate> = samples
+                .iter()
+                .enumerate()
+                .map(|(k, s)| {
+                    Candidate::new(k as u64, Arc::clone(&task.workload), Arc::clone(&task.target), s.trace.clone())
+                        .with_vl_bits(task.vls.clone())
+                        .with_timeout(self.timeout)
+                })
+                .collect();
+            let batch_start = Instant::now();
+            let mut batch = self.farm.submit(candidates);
+            let mut measured = 0;
+            let interrupted = loop {
+                let m = tokio::select! {
+                    m = batch.next() => m,
+                    _ = self.interrupt.notified() => break true,
+                };
+                let Some(m) = m else { break false };
+                let Some(sample) = samples.get(m.candidate as usize) else { continue };
+                let (workload_id, target_id) = self.rows[ti];
+                let task = &mut tasks[ti];
+                let space_trace =
+                    task.space.traces.get(sample.space_trace).map(|t| t.trace.to_string()).unwrap_or_default();
+                let record = RecordInput {
+                    job: self.job,
+                    workload_id,
+                    target_id,
+                    trial_idx: state.trials as i64,
+                    space_trace,
+                    trace: sample.trace.to_string(),
+                    runner: self.runner,
+                    vls: &task.vls,
+                    measurement: &m,
+                    objective: self.objective,
+                }
+                .into_record();
+                let objective = record.objective;
+                let inserted = self.db.insert_record(&record)?;
+                measured += 1;
+                state.trials += 1;
+                task.trials += 1;
+                *task.statuses.entry(m.status.name().to_string()).or_default() += 1;
+                if sample.trace.insts.is_empty() {
+                    task.measured.insert(String::new());
+                    task.baseline = objective;
+                } else {
+                    task.observe(sample, objective, inserted.id);
+                    if let Some(objective) = objective {
+                        if let Some(features) = cost_model::sample_features(task, sample) {
+                            rows.push(Row { task: ti, features, objective });
+                        }
+                    }
+                }
+                let best = task.best().or(task.baseline).unwrap_or(f64::INFINITY);
+                task.curve.push((state.trials, best));
+                observer.trial(tasks, &state);
+            };
+            if interrupted {
+                // In-flight candidates are discarded whole; what arrived is committed.
+                break StopReason::Interrupted;
+            }
+            self.db.update_job_state(self.job, &serde_json::to_string(&state).unwrap_or_default())?;
+            observer.batch(tasks, &state, ti, measured, batch_start.elapsed());
+            if measured == 0 {
+                exhausted[ti] = true;
+            }
+            model = CostModel::train(&rows, self.seed).ok().flatten().or(model);
+        };
+        self.db.update_job_state(self.job, &serde_json::to_string(&state).unwrap_or_default())?;
+        Ok(Finished { reason, state, rows })
+    }
+}

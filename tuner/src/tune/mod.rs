@@ -1,0 +1,130 @@
+//! Tuning jobs: tasks (workload x target), the loop that searches and measures them, and what a job stores and reports.
+//!
+//! ```text
+//! JobConfig ──setup──▶ tasks (design space + what the database knows) ──job::Loop──▶ records (committed one by one)
+//!                                                         ▲ scheduler picks a task, strategy proposes, farm measures, model learns
+//! ```
+
+pub mod job;
+pub mod objective;
+pub mod scheduler;
+pub mod store;
+pub mod suite;
+pub mod summary;
+pub mod task;
+
+use crate::commands::measure::RunnerKind;
+use crate::cost_model::{self, Row};
+use crate::pipeline::load_workload;
+use crate::search::StrategyKind;
+use objective::{Objective, ObjectiveKind};
+use scaletune_codegen::pipeline::initial_nest;
+use scaletune_codegen::target::Target;
+use scaletune_database::Database;
+use scaletune_measure::{Measurement, TimingProtocol, VlMeasurement};
+use scaletune_space::design::DesignSpace;
+use scaletune_space::trace::parse_trace;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+use task::Task;
+
+/// Everything that defines a job; stored with it, so `--resume` runs the same job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobConfig {
+    /// Workload references with their weights.
+    pub workloads: Vec<(String, f64)>,
+    /// Target name or file.
+    pub target: String,
+    /// Trial budget of the whole job.
+    pub trials: usize,
+    /// Wall-clock limit of one run of the job, in seconds.
+    pub time_limit_s: Option<f64>,
+    /// Job seed.
+    pub seed: u64,
+    /// Vector lengths (empty: the target's defaults).
+    pub vls: Vec<u32>,
+    /// What is minimized, and how vector lengths combine.
+    pub objective: Objective,
+    /// Where candidates run.
+    pub runner: RunnerKind,
+    /// Farm file of remote agents.
+    pub farm: Option<PathBuf>,
+    /// Search strategy.
+    pub strategy: StrategyKind,
+    /// Candidates per batch.
+    pub batch: usize,
+    /// Build workers.
+    pub builders: usize,
+    /// Timing protocol of the native and remote runners.
+    pub protocol: TimingProtocol,
+    /// Per-run timeout in seconds.
+    pub timeout_s: u64,
+}
+
+impl JobConfig {
+    /// The default objective of a runner: time on real machines, estimated cycles under QEMU.
+    pub fn default_objective(runner: RunnerKind) -> ObjectiveKind {
+        match runner {
+            RunnerKind::Qemu => ObjectiveKind::Cycles,
+            RunnerKind::Native | RunnerKind::Remote => ObjectiveKind::Time,
+        }
+    }
+}
+
+/// The tasks of a job with their database rows, and the training rows the database already holds.
+pub struct Setup {
+    /// One task per workload.
+    pub tasks: Vec<Task>,
+    /// (workload row, target row) per task.
+    pub rows: Vec<(i64, i64)>,
+    /// Cost-model training rows from earlier measurements.
+    pub training: Vec<Row>,
+}
+
+/// Builds the tasks of `cfg` for `target` and loads what `db` knows of
+/// them (measured traces, the best candidates, training rows): records of
+/// the same workload, target, runner and vector lengths, by any job.
+pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<Setup> {
+    let target = Arc::new(target.clone());
+    let target_row = db.upsert_target(&target.name, &store::target_definition(&target))?;
+    let mut tasks = Vec::new();
+    let mut rows = Vec::new();
+    let mut training = Vec::new();
+    for (idx, (reference, weight)) in cfg.workloads.iter().enumerate() {
+        let w = load_workload(reference)?;
+        let nest = initial_nest(&w, &target);
+        let space = DesignSpace::generate(&nest);
+        let vls = if cfg.vls.is_empty() { target.default_vl_bits.clone() } else { cfg.vls.clone() };
+        let workload_row = db.upsert_workload(&store::workload_definition(&w))?;
+        let mut task = Task::new(idx, Arc::new(w), Arc::clone(&target), *weight, vls, space);
+        let vl_set = store::vl_set(&task.vls);
+        for rec in db.workload_records(&workload_row.hash)? {
+            if rec.target_hash != target_row.hash || rec.runner != cfg.runner.name() || rec.vl_set != vl_set {
+                continue;
+            }
+            task.measured.insert(rec.trace.clone());
+            let runs: Vec<VlMeasurement> = serde_json::from_str(&rec.metrics).unwrap_or_default();
+            let objective = if rec.status == "ok" {
+                cfg.objective.value(&Measurement::from_runs(0, String::new(), 0.0, runs))
+            } else {
+                None
+            };
+            if rec.trace.is_empty() {
+                task.baseline = objective.or(task.baseline);
+                continue;
+            }
+            let Ok(trace) = parse_trace(&rec.trace) else { continue };
+            let Some(sample) = task.restore(&rec.space_trace, &trace) else { continue };
+            task.observe(&sample, objective, rec.id);
+            if let Some(objective) = objective {
+                if let Some(features) = cost_model::sample_features(&task, &sample) {
+                    training.push(Row { task: idx, features, objective });
+                }
+            }
+        }
+        rows.push((workload_row.id, target_row.id));
+        tasks.push(task);
+    }
+    Ok(Setup { tasks, rows, training })
+}

@@ -1,0 +1,164 @@
+//! `scaletune tune` and `scaletune db` end to end: a real job on this machine, interrupted and resumed without measuring anything twice, a second job that reuses the first's records, two processes tuning into one file, the database commands, and refused databases.
+
+mod common;
+
+use common::{root, scaletune, stdout, text};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WORKLOAD: &str = "matmul:M=48,N=40,K=24";
+
+fn tune(db: &Path, extra: &[&str]) -> std::process::Output {
+    let db = db.to_str().expect("utf-8");
+    let mut args =
+        vec!["tune", WORKLOAD, "--target", "host", "--db", db, "--repeat", "2", "--min-repeat-ms", "1", "--batch", "4"];
+    args.extend_from_slice(extra);
+    scaletune(&args)
+}
+
+/// Record count and distinct (trace, runner, VL set) keys of the JSON-lines export.
+fn records(db: &Path) -> (usize, usize) {
+    let o = scaletune(&["db", "export", "--db", db.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", text(&o));
+    let lines: Vec<serde_json::Value> =
+        stdout(&o).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let keys: std::collections::HashSet<String> = lines
+        .iter()
+        .map(|l| {
+            format!("{}|{}|{}|{}", l["workload"], l["record"]["trace"], l["record"]["runner"], l["record"]["vl_set"])
+        })
+        .collect();
+    (lines.len(), keys.len())
+}
+
+#[test]
+fn an_interrupted_job_resumes_without_measuring_anything_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("tune.db");
+    let child = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+        .args(["tune", WORKLOAD, "--target", "host", "--db", db.to_str().expect("utf-8")])
+        .args(["--repeat", "2", "--min-repeat-ms", "1", "--batch", "4", "--trials", "400"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // Interrupt once a first batch is recorded.
+    let start = Instant::now();
+    loop {
+        let (n, _) = if db.exists() { records(&db) } else { (0, 0) };
+        if n >= 4 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "no batch recorded in two minutes");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .expect("signals");
+    let out = child.wait_with_output().expect("ends");
+    let printed = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{printed}");
+    assert!(printed.contains("job 1 interrupted"), "{printed}");
+    assert!(printed.contains("resume with: scaletune tune --resume 1"), "{printed}");
+    let (before, distinct) = records(&db);
+    assert_eq!(before, distinct);
+    let check = scaletune(&["db", "check", "--db", db.to_str().expect("utf-8")]);
+    assert!(check.status.success() && stdout(&check).contains("verdict: ok"), "{}", text(&check));
+
+    // Resume with a smaller budget so the test ends: the job's own arguments
+    // are used, so its budget of 400 stands; a time limit bounds this run.
+    let resumed = tune(&db, &["--resume", "1", "--time-limit", "4s"]);
+    let printed = text(&resumed);
+    assert!(resumed.status.success(), "{printed}");
+    assert!(printed.starts_with(&format!("resuming job 1 after {before} trials")), "{printed}");
+    let (after, distinct) = records(&db);
+    assert_eq!(after, distinct, "a candidate was measured twice");
+    assert!(after > before, "the resumed job measured nothing new");
+}
+
+#[test]
+fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("tune.db");
+    let first = tune(&db, &["--trials", "8", "--strategy", "random"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let printed = stdout(&first);
+    assert!(printed.contains("job 1 finished: 8 trials in all; trial budget reached"), "{printed}");
+    assert!(printed.contains("best schedule of matmul:M=48,N=40,K=24"), "{printed}");
+    let second = tune(&db, &["--trials", "8"]);
+    let printed = stdout(&second);
+    assert!(printed.contains("(8 candidates known)"), "{printed}");
+    let (n, distinct) = records(&db);
+    assert_eq!((n, distinct), (16, 16));
+
+    let dbs = db.to_str().expect("utf-8");
+    let best = scaletune(&["db", "best", WORKLOAD, "--target", "host", "--db", dbs]);
+    assert!(best.status.success(), "{}", text(&best));
+    // What `db best` prints is a schedule `check` accepts.
+    let file = dir.path().join("best.trace");
+    std::fs::write(&file, stdout(&best)).expect("writes");
+    let check = scaletune(&["check", WORKLOAD, "--target", "host", "--schedule", file.to_str().expect("utf-8")]);
+    assert!(check.status.success(), "{}", text(&check));
+    let record: i64 =
+        stdout(&best).split_whitespace().nth(2).and_then(|r| r.trim_end_matches(':').parse().ok()).expect("record id");
+    let show = scaletune(&["show", &record.to_string(), "--db", dbs]);
+    let shown = stdout(&show);
+    assert!(show.status.success(), "{}", text(&show));
+    for section in ["## trace", "## loop nest", "## vector program", "## assembly"] {
+        assert!(shown.contains(section), "{section} missing:\n{shown}");
+    }
+    let stats = scaletune(&["db", "stats", "--db", dbs]);
+    assert!(stdout(&stats).contains("16 records; jobs: 2 finished"), "{}", text(&stats));
+
+    // Export, import into a new file: every record arrives once.
+    let export = dir.path().join("all.jsonl");
+    assert!(scaletune(&["db", "export", "--db", dbs, "--out", export.to_str().expect("utf-8")]).status.success());
+    let other = dir.path().join("other.db");
+    let import = scaletune(&["db", "import", export.to_str().expect("utf-8"), "--db", other.to_str().expect("utf-8")]);
+    assert_eq!(stdout(&import), "imported 16 records, 0 already present\n", "{}", text(&import));
+}
+
+#[test]
+fn two_jobs_tuning_into_one_file_at_once_lose_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("shared.db");
+    let spawn = |seed: &str| {
+        Command::new(env!("CARGO_BIN_EXE_scaletune"))
+            .args(["tune", WORKLOAD, "--target", "host", "--db", db.to_str().expect("utf-8"), "--trials", "12"])
+            .args(["--repeat", "2", "--min-repeat-ms", "1", "--batch", "4", "--strategy", "random", "--seed", seed])
+            .current_dir(root())
+            .output()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| spawn("1"));
+        let b = s.spawn(|| spawn("2"));
+        (a.join().expect("joins").expect("runs"), b.join().expect("joins").expect("runs"))
+    });
+    for o in [&a, &b] {
+        assert!(o.status.success(), "{}", text(o));
+        assert!(!text(o).contains("locked"), "{}", text(o));
+    }
+    let (n, distinct) = records(&db);
+    assert_eq!(n, distinct);
+    // Each job recorded 12 trials; a candidate both drew is stored once.
+    assert!(n > 12 && n <= 24, "{n} records");
+}
+
+#[test]
+fn a_file_that_is_not_a_tuning_database_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("notes.db");
+    std::fs::write(&db, "shopping list: eggs, flour, milk, and enough text to fill an SQLite header's hundred bytes, twice over, so it is read whole").expect("writes");
+    let o = tune(&db, &["--trials", "4"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("is not a usable SQLite database (no SQLite header); it was left untouched"),
+        "{}",
+        text(&o)
+    );
+    assert!(std::fs::read_to_string(&db).expect("reads").starts_with("shopping list"));
+    let o = scaletune(&["db", "stats", "--db", dir.path().join("missing.db").to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("missing.db does not exist"), "{}", text(&o));
+}
