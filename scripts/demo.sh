@@ -64,6 +64,13 @@ steps() {
       --schedule configs/schedules/matmul_tiled_vla.trace
   run measure matmul:M=128,N=128,K=128 --target neoverse-v1 --runner qemu --vl 128,256,512 \
       --schedule configs/schedules/matmul_tiled_neon.trace
+  echo "## 7. A tuning job: 64 trials on this machine, then 32 under QEMU at VL 128 and 256"
+  rm -f "$OUT/scaletune.db" "$OUT/scaletune.db-wal" "$OUT/scaletune.db-shm"
+  run tune matmul:M=256,N=256,K=256 --target host --trials 64 --db "$OUT/scaletune.db" --seed 1
+  run tune matmul:M=128,N=128,K=128 --target neoverse-v1 --runner qemu --vl 128,256 --trials 32 \
+      --db "$OUT/scaletune.db" --seed 1
+  run db stats --db "$OUT/scaletune.db"
+  run db best matmul:M=256,N=256,K=256 --target host --db "$OUT/scaletune.db"
   echo '```'
 }
 

@@ -9,6 +9,7 @@
 //! | `runtime` | the thread-pool runtime compiled per target | [`crate::llvm`] |
 //! | `plugin` | the QEMU instruction-counting plugin | `scaletune_measure::emulation::plugin` |
 //! | `mca` | llvm-mca block costs per kernel and CPU model | `scaletune_measure::emulation::CycleEstimator` |
+//! | `reference` | reference outputs per workload and input seed | `scaletune_measure::harness::expected` |
 //!
 //! [`cache_dir`] puts them under `$SCALETUNE_CACHE_DIR/<kind>` when that is
 //! set, else under the system's temporary directory as `scaletune-<kind>`.

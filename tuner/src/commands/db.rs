@@ -7,7 +7,7 @@ use crate::tune::summary::si;
 use anyhow::{bail, Context};
 use scaletune_codegen::pipeline::{compile, Options};
 use scaletune_codegen::target::Target;
-use scaletune_database::{hash_text, Database, Record, RecordFilter};
+use scaletune_database::{hash_text, Database, Record};
 use scaletune_space::trace::parse_trace;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -57,21 +57,24 @@ pub fn db_path(db: Option<&Path>) -> PathBuf {
 }
 
 /// The records of a workload on a target, best first: matched by the
-/// workload's definition and the target's name (any runner and VL set).
+/// workload's definition and the target's name, among the records measured
+/// like the latest one (same runner, VL set and objective kind: figures of
+/// different kinds do not compare).
 fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow::Result<Vec<Record>> {
     let w = load_workload(workload)?;
     let t = Target::load(target)?;
     let wh = hash_text(&workload_definition(&w));
     let mut recs: Vec<Record> = db
-        .best_k(&wh, "", usize::MAX / 2, &RecordFilter::default())?
+        .workload_records(&wh)?
         .into_iter()
-        .chain(db.workload_records(&wh)?.into_iter().filter(|r| r.status == "ok" && r.objective.is_some()))
-        .filter(|r| r.target_name == t.name && !r.trace.is_empty())
+        .filter(|r| r.status == "ok" && r.objective.is_some() && r.target_name == t.name && !r.trace.is_empty())
         .collect();
+    let latest =
+        recs.iter().max_by_key(|r| r.id).map(|r| (r.runner.clone(), r.vl_set.clone(), r.objective_kind.clone()));
+    recs.retain(|r| Some((&r.runner, &r.vl_set, &r.objective_kind)) == latest.as_ref().map(|(a, b, c)| (a, b, c)));
     recs.sort_by(|a, b| {
         a.objective.unwrap_or(f64::INFINITY).total_cmp(&b.objective.unwrap_or(f64::INFINITY)).then(a.id.cmp(&b.id))
     });
-    recs.dedup_by_key(|r| r.id);
     recs.truncate(k);
     Ok(recs)
 }
