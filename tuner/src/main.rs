@@ -183,23 +183,10 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
 /// scratch directories and exits (130 for Ctrl-C, 143 for SIGTERM, as a shell
 /// reports a process killed by them).
 async fn exit_on_interrupt() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let sigterm = async {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    let code = tokio::select! {
-        _ = tokio::signal::ctrl_c() => 130,
-        _ = sigterm => 143,
-    };
+    let code = scaletune::signals::next_interrupt().await;
     scaletune_measure::cleanup::on_interrupt();
     eprintln!("interrupted: running kernels stopped, scratch directories removed");
-    std::process::exit(code);
+    std::process::exit(i32::from(code));
 }
 
 fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::target::Target> {

@@ -196,24 +196,11 @@ impl Observer for Lines {
 /// Listens for Ctrl-C and SIGTERM; returns the notification and the exit status the signal asks for.
 fn interrupts(rt: &Handle) -> (Arc<Notify>, Arc<std::sync::atomic::AtomicU8>) {
     use std::sync::atomic::{AtomicU8, Ordering};
-    use tokio::signal::unix::{signal, SignalKind};
     let notify = Arc::new(Notify::new());
     let code = Arc::new(AtomicU8::new(0));
     let (n, c) = (Arc::clone(&notify), Arc::clone(&code));
     rt.spawn(async move {
-        let mut term = signal(SignalKind::terminate()).ok();
-        let sigterm = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        let got = tokio::select! {
-            _ = tokio::signal::ctrl_c() => 130,
-            _ = sigterm => 143,
-        };
+        let got = crate::signals::next_interrupt().await;
         c.store(got, Ordering::SeqCst);
         n.notify_one();
     });

@@ -62,6 +62,17 @@ mod tests {
         task
     }
 
+    /// Gives the task a measured candidate (elites are what "measured" means).
+    fn measured(t: &mut Task) {
+        let sample = scaletune_space::design::Sample {
+            space_trace: 0,
+            trace: Default::default(),
+            nest: t.space.nest.clone(),
+            rejected: 0,
+        };
+        t.observe(&sample, Some(1.0), 1);
+    }
+
     #[test]
     fn warm_up_goes_round_robin_then_to_the_fastest_improver() {
         let mut tasks = vec![task(0, 1.0, &[]), task(1, 1.0, &[])];
@@ -73,16 +84,7 @@ mod tests {
         tasks[1] = task(1, 1.0, &[8.0, 4.0, 2.0, 1.0]);
         assert!(improvement_rate(&tasks[1]) > improvement_rate(&tasks[0]));
         assert_eq!(improvement_rate(&tasks[0]), 0.0);
-        // Elites are what "measured" means: give both a best.
-        for t in &mut tasks {
-            let sample = scaletune_space::design::Sample {
-                space_trace: 0,
-                trace: Default::default(),
-                nest: t.space.nest.clone(),
-                rejected: 0,
-            };
-            t.observe(&sample, Some(1.0), 1);
-        }
+        tasks.iter_mut().for_each(measured);
         assert_eq!(pick(&tasks, &[false, false]), Some(1));
         assert_eq!(pick(&tasks, &[false, true]), Some(0), "an exhausted task gets nothing");
         assert_eq!(pick(&tasks, &[true, true]), None);
@@ -92,15 +94,8 @@ mod tests {
     fn a_flat_task_with_few_trials_still_gets_its_share() {
         let mut flat = task(0, 1.0, &[1.0; 3]);
         let mut busy = task(1, 1.0, &[1.0; 40]);
-        for t in [&mut flat, &mut busy] {
-            let sample = scaletune_space::design::Sample {
-                space_trace: 0,
-                trace: Default::default(),
-                nest: t.space.nest.clone(),
-                rejected: 0,
-            };
-            t.observe(&sample, Some(1.0), 1);
-        }
+        measured(&mut flat);
+        measured(&mut busy);
         assert_eq!(pick(&[flat, busy], &[false, false]), Some(0));
     }
 }
