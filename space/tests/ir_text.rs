@@ -20,6 +20,7 @@ const WORKLOADS: &[&str] = &[
     "sum_cos:N=45",
     "row_sum:M=5,N=19",
     "softmax_rows:M=3,N=21",
+    "layer_norm:M=3,N=21",
     "matmul:M=9,N=21,K=6",
     "matmul_bt:M=7,N=10,K=13",
     "batch_matmul:BS=2,M=5,N=9,K=3",
