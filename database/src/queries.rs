@@ -64,15 +64,6 @@ impl Database {
         )
     }
 
-    /// The best ok records of a workload by name (any definition with that
-    /// reference) on a target by name: for `db best` and replay.
-    pub fn best_by_names(&self, target_name: &str, k: usize) -> Result<Vec<Record>, DbError> {
-        self.records_where(
-            "t.name = ?1 AND r.status = 'ok' AND r.objective IS NOT NULL ORDER BY r.objective ASC, r.id ASC LIMIT ?2",
-            &[&target_name, &(k as i64)],
-        )
-    }
-
     /// A job's records in trial order.
     pub fn job_history(&self, job: i64) -> Result<Vec<Record>, DbError> {
         self.records_where("r.job_id = ?1 ORDER BY r.trial_idx, r.id", &[&job])

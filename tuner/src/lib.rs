@@ -12,5 +12,4 @@ pub mod cost_model;
 pub mod explore;
 pub mod pipeline;
 pub mod search;
-pub mod signals;
 pub mod tune;

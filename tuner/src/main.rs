@@ -183,7 +183,7 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
 /// scratch directories and exits (130 for Ctrl-C, 143 for SIGTERM, as a shell
 /// reports a process killed by them).
 async fn exit_on_interrupt() {
-    let code = scaletune::signals::next_interrupt().await;
+    let code = scaletune_measure::cleanup::next_interrupt().await;
     scaletune_measure::cleanup::on_interrupt();
     eprintln!("interrupted: running kernels stopped, scratch directories removed");
     std::process::exit(i32::from(code));

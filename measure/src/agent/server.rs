@@ -209,19 +209,7 @@ pub async fn serve_until_signal(config: &AgentConfig) -> Result<(), AgentError> 
         info.host.cpu_model
     );
     let stop = async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let sigterm = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = sigterm => {}
-        }
+        crate::cleanup::next_interrupt().await;
         tracing::info!("stopping: letting runs in flight finish");
     };
     agent.serve(listener, tls, stop).await

@@ -101,7 +101,7 @@ impl TuneArgs {
             bail!("--timeout must be at least 1 second");
         }
         let Some(target) = self.target.clone() else { bail!("--target is required for a new job") };
-        let (t, runner, _) = runner_target(&target, self.runner, &self.vl)?;
+        let (_, runner, _) = runner_target(&target, self.runner, &self.vl)?;
         let kind = self.objective.unwrap_or(JobConfig::default_objective(runner));
         if kind.is_emulated() && runner != RunnerKind::Qemu {
             bail!("--objective {} is measured under QEMU: add --runner qemu", kind.name());
@@ -111,7 +111,6 @@ impl TuneArgs {
         }
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
         let builders = self.builders.unwrap_or(cpus).max(1);
-        let _ = t;
         Ok(JobConfig {
             workloads,
             target,
@@ -200,7 +199,7 @@ fn interrupts(rt: &Handle) -> (Arc<Notify>, Arc<std::sync::atomic::AtomicU8>) {
     let code = Arc::new(AtomicU8::new(0));
     let (n, c) = (Arc::clone(&notify), Arc::clone(&code));
     rt.spawn(async move {
-        let got = crate::signals::next_interrupt().await;
+        let got = scaletune_measure::cleanup::next_interrupt().await;
         c.store(got, Ordering::SeqCst);
         n.notify_one();
     });
