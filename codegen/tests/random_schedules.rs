@@ -9,7 +9,7 @@ use scaletune_space::data::make_args;
 use scaletune_space::ids::{BlockId, LoopId};
 use scaletune_space::ir::{Nest, Node, Tail};
 use scaletune_space::reference::{compare, evaluate};
-use scaletune_space::trace::{parse_trace, Choice, Inst, Rv, TExpr, Trace};
+use scaletune_space::trace::{parse_trace, Bindings, BlockRv, Choice, Inst, LoopRv, TExpr, Trace};
 use scaletune_space::workload::{load, Role, Workload};
 use scaletune_space::VectorCaps;
 use std::collections::HashMap;
@@ -61,46 +61,62 @@ fn iterations(nest: &Nest, vscale: i64) -> i64 {
 
 struct Gen {
     nest: Nest,
-    env: HashMap<String, Rv>,
+    env: Bindings,
     trace: Trace,
-    fresh: u32,
 }
 
 impl Gen {
-    fn name(&mut self, p: &str) -> String {
-        self.fresh += 1;
-        format!("{p}{}", self.fresh)
+    fn new(nest: Nest) -> Gen {
+        Gen { nest, env: Bindings::default(), trace: Trace::default() }
+    }
+
+    /// A fresh name: the prefix and the number of random variables so far.
+    fn name(&self, p: &str) -> String {
+        format!("{p}{}", self.trace.names.len() + 1)
+    }
+
+    fn new_loop(&mut self, p: &str) -> LoopRv {
+        let name = self.name(p);
+        self.trace.new_loop(name)
+    }
+
+    fn new_block(&mut self, p: &str) -> BlockRv {
+        let name = self.name(p);
+        self.trace.new_block(name)
     }
 
     /// Applies one instruction if legal; returns whether it applied.
     fn try_inst(&mut self, inst: Inst) -> bool {
         let mut nest = self.nest.clone();
-        let t = Trace { insts: vec![inst.clone()], lines: Vec::new() };
-        match t.apply_with(&mut nest, self.env.clone()) {
+        let at = self.trace.insts.len();
+        self.trace.insts.push(inst);
+        match self.trace.apply_from(at, &mut nest, self.env.clone()) {
             Ok(env) if iterations(&nest, 16) <= MAX_ITERATIONS => {
                 self.nest = nest;
                 self.env = env;
-                self.trace.insts.push(inst);
                 true
             }
-            _ => false,
+            _ => {
+                self.trace.insts.truncate(at);
+                false
+            }
         }
     }
 
-    fn block_rv(&mut self, b: BlockId) -> String {
-        let name = self.name("b");
+    fn block_rv(&mut self, b: BlockId) -> BlockRv {
+        let out = self.new_block("b");
         let block_name = self.nest.block(b).name.clone();
-        assert!(self.try_inst(Inst::GetBlock { out: name.clone(), name: block_name }));
-        name
+        assert!(self.try_inst(Inst::GetBlock { out, name: block_name }));
+        out
     }
 
-    fn loops_rv(&mut self, b: &str, bid: BlockId) -> Vec<(String, LoopId)> {
+    fn loops_rv(&mut self, b: BlockRv, bid: BlockId) -> Vec<(LoopRv, LoopId)> {
         let loops = self.nest.ancestors(Node::Block(bid));
         if loops.is_empty() {
             return Vec::new();
         }
-        let outs: Vec<String> = loops.iter().map(|_| self.name("l")).collect();
-        assert!(self.try_inst(Inst::GetLoops { outs: outs.clone(), block: b.to_string() }));
+        let outs: Vec<LoopRv> = loops.iter().map(|_| self.new_loop("l")).collect();
+        assert!(self.try_inst(Inst::GetLoops { outs: outs.clone(), block: b }));
         outs.into_iter().zip(loops).collect()
     }
 
@@ -108,27 +124,27 @@ impl Gen {
         let blocks = self.nest.all_blocks();
         let bid = blocks[mv[1] as usize % blocks.len()];
         let b = self.block_rv(bid);
-        let loops = self.loops_rv(&b, bid);
+        let loops = self.loops_rv(b, bid);
         if loops.is_empty() {
             return;
         }
-        let pick = |k: u32| loops[k as usize % loops.len()].clone();
+        let pick = |k: u32| loops[k as usize % loops.len()];
         let (l, lid) = pick(mv[2]);
         match mv[0] % 10 {
             0 | 1 => {
-                let outs = vec![self.name("s"), self.name("s")];
+                let outs = vec![self.new_loop("s"), self.new_loop("s")];
                 self.try_inst(Inst::Split { outs, loop_: l, factors: vec![None, Some(factor(mv[3]))] });
             }
             2 => {
                 // Rotate a suffix of the chain.
                 let k = mv[3] as usize % loops.len();
-                let mut order: Vec<String> = loops[k..].iter().map(|x| x.0.clone()).collect();
+                let mut order: Vec<LoopRv> = loops[k..].iter().map(|x| x.0).collect();
                 order.rotate_left(1);
                 self.try_inst(Inst::Reorder { loops: order });
             }
             3 | 4 => {
                 let tail = Choice::Lit(Tail::ALL[mv[3] as usize % 3]);
-                let inner = loops.last().expect("non-empty").0.clone();
+                let inner = loops.last().expect("non-empty").0;
                 let target = if mv[0] % 10 == 3 { inner } else { l };
                 self.try_inst(Inst::Vectorize { loop_: target, tail });
             }
@@ -141,16 +157,16 @@ impl Gen {
             6 => {
                 let k = mv[3] as usize % loops.len();
                 if k + 1 < loops.len() {
-                    let out = self.name("f");
-                    self.try_inst(Inst::Fuse { out, loops: vec![loops[k].0.clone(), loops[k + 1].0.clone()] });
+                    let out = self.new_loop("f");
+                    self.try_inst(Inst::Fuse { out, loops: vec![loops[k].0, loops[k + 1].0] });
                 }
             }
             7 => {
-                let out = self.name("w");
+                let out = self.new_block("w");
                 if mv[3].is_multiple_of(2) {
                     self.try_inst(Inst::CacheWrite { out, block: b, at: l });
                 } else {
-                    let out2 = self.name("i");
+                    let out2 = self.new_block("i");
                     self.try_inst(Inst::DecomposeReduction { out: out2, block: b, loop_: l });
                 }
             }
@@ -161,7 +177,7 @@ impl Gen {
                     let tensor = reads[mv[3] as usize % reads.len()].clone();
                     let rank = self.nest.tensors.iter().find(|t| t.name == tensor).map(|t| t.shape.len()).unwrap_or(1);
                     let layout = (mv[3].is_multiple_of(3) && rank == 2).then(|| vec![1, 0]);
-                    let out = self.name("c");
+                    let out = self.new_block("c");
                     self.try_inst(Inst::CacheRead { out, block: b, tensor, at: l, layout });
                 }
             }
@@ -184,7 +200,7 @@ fn check_case(wi: usize, moves: &[[u32; 4]]) -> Result<(), TestCaseError> {
     let caps = VectorCaps::scalable(128, 128, 2048);
     let w: Workload = load(WORKLOADS[wi]).expect("loads");
     let nest = Nest::from_workload(&w, caps.clone());
-    let mut g = Gen { nest: nest.clone(), env: HashMap::new(), trace: Trace::default(), fresh: 0 };
+    let mut g = Gen::new(nest.clone());
     for m in moves {
         g.step(m);
     }
@@ -241,7 +257,7 @@ fn generator_covers_the_interesting_primitives() {
         let wi = case % WORKLOADS.len();
         let w = load(WORKLOADS[wi]).expect("loads");
         let nest = Nest::from_workload(&w, VectorCaps::scalable(128, 128, 2048));
-        let mut g = Gen { nest, env: HashMap::new(), trace: Trace::default(), fresh: 0 };
+        let mut g = Gen::new(nest);
         for _ in 0..10 {
             let m: [u32; 4] = [rng.gen(), rng.gen(), rng.gen(), rng.gen()];
             g.step(&m);

@@ -3,7 +3,7 @@
 use crate::ir::Nest;
 use crate::rules::{block_rules, final_rules, workload_rules, Choice, State};
 use crate::sample::task_rng;
-use crate::trace::{Count, Inst, Trace, TraceError};
+use crate::trace::{Count, Inst, TExpr, Trace, TraceError, ValueRv};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -170,7 +170,7 @@ pub fn tile_kinds(trace: &Trace) -> Vec<TileKind> {
     use crate::sample::TileChoice;
     let mut out = Vec::new();
     for (i, inst) in trace.insts.iter().enumerate() {
-        let (outs, choices): (&Vec<String>, Vec<TileChoice>) = match inst {
+        let (outs, choices): (&Vec<ValueRv>, Vec<TileChoice>) = match inst {
             Inst::SampleMixedTile { outs, decision: Some(d), .. }
             | Inst::SampleScalableTile { outs, decision: Some(d), .. } => {
                 (outs, d.iter().filter_map(TileChoice::from_texpr).collect())
@@ -183,7 +183,7 @@ pub fn tile_kinds(trace: &Trace) -> Vec<TileKind> {
         // The split using these factors, and whether one of its loops is vectorized.
         let split_outs = trace.insts[i + 1..].iter().find_map(|x| match x {
             Inst::Split { outs: louts, factors, .. }
-                if factors.iter().any(|f| matches!(f, Some(crate::trace::TExpr::Rv(n)) if outs.contains(n))) =>
+                if factors.iter().any(|f| matches!(f, Some(TExpr::Rv(n)) if outs.contains(n))) =>
             {
                 Some(louts.clone())
             }
@@ -219,9 +219,9 @@ pub fn sampled_choices(trace: &Trace, key: &str) -> Vec<String> {
 
 fn categorical_values(trace: &Trace, key: &str, literals: bool) -> Vec<String> {
     use crate::trace::{Cand, Choice};
-    let value_of = |name: &str| {
+    let value_of = |rv: ValueRv| {
         trace.insts.iter().find_map(|x| match x {
-            Inst::SampleCategorical { out, candidates, decision: Some(d), .. } if out == name => {
+            Inst::SampleCategorical { out, candidates, decision: Some(d), .. } if *out == rv => {
                 Some(match &candidates[*d] {
                     Cand::Int(v) => v.to_string(),
                     Cand::Tail(t) => t.name().to_string(),
@@ -231,11 +231,11 @@ fn categorical_values(trace: &Trace, key: &str, literals: bool) -> Vec<String> {
             _ => None,
         })
     };
-    /// The literal's text, or the name of the result that holds the value.
-    fn split<T: ToString>(c: &Choice<T>) -> (Option<String>, Option<&str>) {
+    /// The literal's text, or the random variable that holds the value.
+    fn split<T: ToString>(c: &Choice<T>) -> (Option<String>, Option<ValueRv>) {
         match c {
             Choice::Lit(v) => (Some(v.to_string()), None),
-            Choice::Rv(n) => (None, Some(n.as_str())),
+            Choice::Rv(n) => (None, Some(*n)),
         }
     }
     let mut out = Vec::new();

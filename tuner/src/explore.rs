@@ -165,7 +165,7 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs, rt: &Handle) -> E
             let _ = writeln!(out, "    options: {}", choice_list(&t.choices));
         }
         for (i, size) in &t.domains {
-            let _ = writeln!(out, "    {:>10}  {}", size.to_string(), t.trace.insts[*i]);
+            let _ = writeln!(out, "    {:>10}  {}", size.to_string(), t.trace.inst_text(*i));
         }
     }
     let size = space.size();

@@ -2,16 +2,16 @@
 
 use super::Mutator;
 use crate::ir::Nest;
-use crate::trace::{Inst, SArg, Trace};
+use crate::trace::{Inst, SArg, Trace, ValueRv};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// True if the categorical's result is an unroll depth.
-fn is_unroll(trace: &Trace, out: &str) -> bool {
+fn is_unroll(trace: &Trace, out: ValueRv) -> bool {
     trace
         .insts
         .iter()
-        .any(|x| matches!(x, Inst::Annotate { key, value: SArg::Rv(v), .. } if key == "unroll_max_step" && v == out))
+        .any(|x| matches!(x, Inst::Annotate { key, value: SArg::Rv(v), .. } if key == "unroll_max_step" && *v == out))
 }
 
 fn redecide_categorical(inst: &Inst, rng: &mut ChaCha8Rng) -> Option<Inst> {
@@ -22,7 +22,7 @@ fn redecide_categorical(inst: &Inst, rng: &mut ChaCha8Rng) -> Option<Inst> {
     }
     let nd = others[rng.gen_range(0..others.len())];
     Some(Inst::SampleCategorical {
-        out: out.clone(),
+        out: *out,
         candidates: candidates.clone(),
         probs: probs.clone(),
         decision: Some(nd),
@@ -39,7 +39,7 @@ impl Mutator for MutateCategorical {
 
     fn candidates(&self, trace: &Trace) -> Vec<usize> {
         (0..trace.insts.len())
-            .filter(|i| matches!(&trace.insts[*i], Inst::SampleCategorical { out, .. } if !is_unroll(trace, out)))
+            .filter(|i| matches!(&trace.insts[*i], Inst::SampleCategorical { out, .. } if !is_unroll(trace, *out)))
             .collect()
     }
 
@@ -58,7 +58,7 @@ impl Mutator for MutateUnroll {
 
     fn candidates(&self, trace: &Trace) -> Vec<usize> {
         (0..trace.insts.len())
-            .filter(|i| matches!(&trace.insts[*i], Inst::SampleCategorical { out, .. } if is_unroll(trace, out)))
+            .filter(|i| matches!(&trace.insts[*i], Inst::SampleCategorical { out, .. } if is_unroll(trace, *out)))
             .collect()
     }
 

@@ -14,7 +14,7 @@ pub use tile::{MutateParallel, MutateTileSize};
 
 use crate::design::{DesignSpace, Sample};
 use crate::ir::Nest;
-use crate::trace::{Inst, Trace};
+use crate::trace::{Bindings, Inst, Trace};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -110,13 +110,9 @@ pub fn mutate_sample(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> O
     None
 }
 
-/// The nest and name bindings just before instruction `i` (decisions replayed).
-pub(crate) fn prefix_state(
-    trace: &Trace,
-    i: usize,
-    nest: &Nest,
-) -> Option<(Nest, std::collections::HashMap<String, crate::trace::Rv>)> {
-    let prefix = Trace { insts: trace.insts[..i].to_vec(), lines: Vec::new() };
+/// The nest and bindings just before instruction `i` (decisions replayed).
+pub(crate) fn prefix_state(trace: &Trace, i: usize, nest: &Nest) -> Option<(Nest, Bindings)> {
+    let prefix = Trace { insts: trace.insts[..i].to_vec(), names: trace.names.clone(), lines: Vec::new() };
     let mut n = nest.clone();
     let env = prefix.apply(&mut n).ok()?;
     Some((n, env))

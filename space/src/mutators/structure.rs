@@ -49,20 +49,20 @@ fn transfer(target: &Trace, decided: &Trace, matching: bool) -> Trace {
     let mut out = target.clone();
     let undecided = decided.without_decisions();
     let mut prefix = true;
-    for (i, inst) in out.insts.iter_mut().enumerate() {
-        prefix &= undecided.insts.get(i) == Some(&*inst);
-        if !inst.is_sampling() {
+    for i in 0..target.insts.len() {
+        prefix &= i < undecided.insts.len() && target.same_inst(i, &undecided, i);
+        if !target.insts[i].is_sampling() {
             continue;
         }
         let source = if prefix {
             Some(i)
         } else if matching {
-            undecided.insts.iter().position(|x| x == &*inst)
+            (0..undecided.insts.len()).find(|j| target.same_inst(i, &undecided, *j))
         } else {
             None
         };
         if let Some(j) = source {
-            *inst = decided.insts[j].clone();
+            out.insts[i] = decided.insts[j].clone();
         }
     }
     out

@@ -4,7 +4,7 @@
 use super::{prefix_state, Mutator};
 use crate::ir::Nest;
 use crate::sample::{lanes_per_granule, TileChoice, TileDomain};
-use crate::trace::{Inst, Rv, Trace};
+use crate::trace::{Inst, TExpr, Trace};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -23,7 +23,7 @@ pub(crate) fn feeds_parallel(trace: &Trace, i: usize) -> bool {
     let Inst::SamplePerfectTile { outs, .. } = &trace.insts[i] else { return false };
     trace.insts[i + 1..].iter().any(|x| match x {
         Inst::Split { outs: louts, factors, .. } => {
-            factors.iter().any(|f| matches!(f, Some(crate::trace::TExpr::Rv(n)) if outs.contains(n)))
+            factors.iter().any(|f| matches!(f, Some(TExpr::Rv(n)) if outs.contains(n)))
                 && trace.insts.iter().any(|y| matches!(y, Inst::Parallel { loop_ } if Some(loop_) == louts.first()))
         }
         _ => false,
@@ -94,8 +94,8 @@ impl Mutator for MutateTileSize {
             Inst::SampleScalableTile { loop_, n, decision: Some(d), max_innermost_vscale, .. }
             | Inst::SampleMixedTile { loop_, n, decision: Some(d), max_innermost_vscale, .. } => {
                 let (probe, env) = prefix_state(trace, i, nest)?;
-                let Some(Rv::Loop(l)) = env.get(loop_.as_str()) else { return None };
-                let lanes = lanes_per_granule(&probe.caps, probe.widest_bits(*l));
+                let l = env.loop_(*loop_)?;
+                let lanes = lanes_per_granule(&probe.caps, probe.widest_bits(l));
                 let (max_fixed, mixed) = match &trace.insts[i] {
                     Inst::SampleMixedTile { max_innermost_fixed, .. } => (*max_innermost_fixed, true),
                     _ => (0, false),

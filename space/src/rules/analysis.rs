@@ -3,13 +3,14 @@
 use crate::expr::Expr;
 use crate::ids::{BlockId, LoopId};
 use crate::ir::Nest;
+use crate::trace::LoopRv;
 use crate::workload::AxisKind;
 
 /// One of a block's own loops and the iterator it drives.
 #[derive(Clone, Debug)]
 pub(crate) struct AxisLoop {
-    /// Result name in the trace.
-    pub rv: String,
+    /// Its random variable in the trace.
+    pub rv: LoopRv,
     /// Index of the iterator it drives.
     pub iter: usize,
     /// Spatial or reduction.
@@ -19,13 +20,13 @@ pub(crate) struct AxisLoop {
 }
 
 /// The block's own loops (each driving one iterator), outermost first.
-pub(crate) fn axis_loops(nest: &Nest, b: BlockId, own: &[(String, LoopId)]) -> Vec<AxisLoop> {
+pub(crate) fn axis_loops(nest: &Nest, b: BlockId, own: &[(LoopRv, LoopId)]) -> Vec<AxisLoop> {
     let blk = nest.block(b);
     let mut out = Vec::new();
     for (rv, l) in own {
         let v = nest.loop_(*l).var;
         let Some(k) = blk.bindings.iter().position(|e| e.uses_var(v)) else { continue };
-        out.push(AxisLoop { rv: rv.clone(), iter: k, kind: blk.iters[k].kind, extent: nest.extent(*l).as_int() });
+        out.push(AxisLoop { rv: *rv, iter: k, kind: blk.iters[k].kind, extent: nest.extent(*l).as_int() });
     }
     out
 }

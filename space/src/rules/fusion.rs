@@ -23,14 +23,14 @@ impl WorkloadRule for Fusion {
         let last = *blocks.last()?;
         let last_name = s.probe.block(last).name.clone();
         let (brv, bid) = s.get_block(&last_name)?;
-        let loops = s.get_loops(&brv, bid);
-        let (outer, outer_id) = loops.first().cloned()?;
+        let loops = s.get_loops(brv, bid);
+        let (outer, outer_id) = loops.first().copied()?;
         let mut fused = 0;
         for p in blocks[..blocks.len() - 1].iter().rev() {
             let name = s.probe.block(*p).name.clone();
             let mut t = s.clone();
             let Some((prv, _)) = t.get_block(&name) else { continue };
-            if t.push(Inst::ComputeAt { block: prv, loop_: outer.clone() }) {
+            if t.push(Inst::ComputeAt { block: prv, loop_: outer }) {
                 s = t;
                 fused += 1;
             }

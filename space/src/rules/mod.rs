@@ -7,6 +7,7 @@
 //! rules in the order they run; [`crate::design::DesignSpace`] drives them.
 
 mod analysis;
+mod build;
 mod common;
 mod fusion;
 mod parallel;

@@ -2,7 +2,7 @@
 
 use super::{State, WorkloadRule};
 use crate::ir::{LoopKind, Node, Scope};
-use crate::trace::{Inst, TExpr};
+use crate::trace::{Inst, LoopRv};
 
 /// For each top-level loop nest, fuses the outermost loops that are spatial
 /// for every block under them (a chain of serial loops with constant
@@ -26,9 +26,9 @@ impl WorkloadRule for Parallel {
             // The chain of eligible outer loops (by position in the first block's loops).
             let name = s.probe.block(first).name.clone();
             let Some((brv, bid)) = s.get_block(&name) else { continue };
-            let loops = s.get_loops(&brv, bid);
+            let loops = s.get_loops(brv, bid);
             let variable = s.scalable_derived_loops();
-            let mut chain: Vec<String> = Vec::new();
+            let mut chain: Vec<LoopRv> = Vec::new();
             // An upper bound of the fused extent under any decisions: the
             // product of the spatial iteration extents of the first block.
             let total: i64 = {
@@ -57,7 +57,7 @@ impl WorkloadRule for Parallel {
                 if !eligible {
                     break;
                 }
-                chain.push(rv.clone());
+                chain.push(*rv);
                 if !single {
                     break;
                 }
@@ -67,27 +67,24 @@ impl WorkloadRule for Parallel {
             }
             let mut t = s.clone();
             let fused = if chain.len() > 1 {
-                let f = t.name("l");
-                if !t.push(Inst::Fuse { out: f.clone(), loops: chain }) {
+                let f = t.new_loop("l");
+                if !t.push(Inst::Fuse { out: f, loops: chain }) {
                     continue;
                 }
                 f
             } else {
-                chain[0].clone()
+                chain[0]
             };
-            let (p, q) = (t.name("t"), t.name("t"));
-            let (po, pi) = (t.name("l"), t.name("l"));
-            let ok = t.push(Inst::SamplePerfectTile {
-                outs: vec![p.clone(), q.clone()],
-                loop_: fused.clone(),
+            let factors = t.new_values("t", 2);
+            let tile = Inst::SamplePerfectTile {
+                outs: factors.clone(),
+                loop_: fused,
                 n: 2,
                 max_innermost_factor: total,
                 decision: None,
-            }) && t.push(Inst::Split {
-                outs: vec![po.clone(), pi],
-                loop_: fused,
-                factors: vec![Some(TExpr::Rv(p)), Some(TExpr::Rv(q))],
-            }) && t.push(Inst::Parallel { loop_: po });
+            };
+            let ok = t.push(tile)
+                && t.split_by(fused, &factors).is_some_and(|parts| t.push(Inst::Parallel { loop_: parts[0] }));
             if ok {
                 s = t;
                 changed = true;

@@ -5,7 +5,7 @@
 use super::analysis::{axis_loops, load_axes, store_axis, AxisLoop};
 use super::common::{vector_tile, vectorize};
 use super::{BlockRule, State};
-use crate::trace::Inst;
+use crate::trace::{Inst, LoopRv};
 use crate::workload::AxisKind;
 
 /// Branches: (a) vectorize the reduction axis read contiguously; (b) if the
@@ -17,7 +17,7 @@ impl Reduction {
     fn branch(st: &State, block: &str, vector_iter: usize) -> Option<State> {
         let mut s = st.clone();
         let (brv, bid) = s.get_block(block)?;
-        let own = s.own_loops(&brv, bid);
+        let own = s.own_loops(brv, bid);
         let axes = axis_loops(&s.probe, bid, &own);
         let v: AxisLoop = axes.iter().find(|a| a.iter == vector_iter)?.clone();
         // Three levels: outer, a register block of vectors, the vector.
@@ -25,31 +25,27 @@ impl Reduction {
         // Order: other spatial axes, outer vector level, reductions, register
         // block, vector level (a vectorized reduction axis keeps its register
         // block among the reductions, outside the vector level).
-        let mut order: Vec<String> = Vec::new();
+        let mut order: Vec<LoopRv> = Vec::new();
         for a in axes.iter().filter(|a| a.kind == AxisKind::Spatial && a.iter != vector_iter) {
-            order.push(a.rv.clone());
+            order.push(a.rv);
         }
         if v.kind == AxisKind::Spatial {
-            order.push(levels[0].clone());
+            order.push(levels[0]);
         }
-        let mut first_reduction: Option<String> = None;
+        let mut first_reduction: Option<LoopRv> = None;
         for a in axes.iter().filter(|a| a.kind == AxisKind::Reduce) {
-            if a.iter == vector_iter {
-                first_reduction.get_or_insert(levels[0].clone());
-                order.push(levels[0].clone());
-            } else {
-                first_reduction.get_or_insert(a.rv.clone());
-                order.push(a.rv.clone());
-            }
+            let l = if a.iter == vector_iter { levels[0] } else { a.rv };
+            first_reduction.get_or_insert(l);
+            order.push(l);
         }
-        order.push(levels[1].clone());
-        order.push(levels[2].clone());
+        order.push(levels[1]);
+        order.push(levels[2]);
         if order.len() > 1 && !s.push(Inst::Reorder { loops: order }) {
             return None;
         }
         if let Some(r) = first_reduction {
             if s.probe.block(bid).init {
-                let init = s.name("init");
+                let init = s.new_block("init");
                 if !s.push(Inst::DecomposeReduction { out: init, block: brv, loop_: r }) {
                     return None;
                 }
@@ -57,7 +53,7 @@ impl Reduction {
         }
         // The register block is not marked `unroll`: a sampled scalable block
         // could not be; the unroll-depth rule's hint unrolls fixed ones.
-        vectorize(&mut s, &levels[2]).then_some(s)
+        vectorize(&mut s, levels[2]).then_some(s)
     }
 }
 

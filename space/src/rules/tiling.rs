@@ -5,7 +5,7 @@ use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes,
 use super::common::{perfect_tile, vector_tile, vectorize};
 use super::{BlockRule, State};
 use crate::ir::Node;
-use crate::trace::{Inst, Rv};
+use crate::trace::{BlockRv, Inst, LoopRv, TExpr};
 use crate::workload::AxisKind;
 
 /// Spatial axes get four levels and reduction axes two, ordered by the
@@ -47,10 +47,10 @@ impl MultiLevelTiling {
     fn tile(&self, st: &State, block: &str, choice: &VectorAxis) -> Option<State> {
         let mut s = st.clone();
         let (brv, bid) = s.get_block(block)?;
-        let own = s.own_loops(&brv, bid);
+        let own = s.own_loops(brv, bid);
         let axes = axis_loops(&s.probe, bid, &own);
         let (ns, nr) = (self.levels('S'), self.levels('R'));
-        let mut tiles: Vec<(AxisLoop, Vec<String>)> = Vec::new();
+        let mut tiles: Vec<(AxisLoop, Vec<LoopRv>)> = Vec::new();
         for a in &axes {
             let is_vector = matches!(
                 (choice, a.kind),
@@ -68,9 +68,9 @@ impl MultiLevelTiling {
         }
         // Order by the structure string; the vector level goes last.
         let mut next = vec![0usize; tiles.len()];
-        let mut order: Vec<String> = Vec::new();
-        let mut vector_level: Option<String> = None;
-        let mut unrolled: Vec<String> = Vec::new();
+        let mut order: Vec<LoopRv> = Vec::new();
+        let mut vector_level: Option<LoopRv> = None;
+        let mut unrolled: Vec<LoopRv> = Vec::new();
         let last_s = self.structure.rfind('S');
         for (pos, c) in self.structure.chars().enumerate() {
             let kind = if c == 'S' { AxisKind::Spatial } else { AxisKind::Reduce };
@@ -78,7 +78,7 @@ impl MultiLevelTiling {
                 if a.kind != kind {
                     continue;
                 }
-                let name = levels[next[t]].clone();
+                let level = levels[next[t]];
                 next[t] += 1;
                 let innermost = next[t] == levels.len();
                 let vector = innermost
@@ -87,34 +87,34 @@ impl MultiLevelTiling {
                         (VectorAxis::Spatial(k), AxisKind::Spatial) | (VectorAxis::Reduction(k), AxisKind::Reduce) if *k == a.iter
                     );
                 if vector {
-                    vector_level = Some(name);
+                    vector_level = Some(level);
                 } else {
                     if innermost && a.kind == AxisKind::Spatial && Some(pos) == last_s {
-                        unrolled.push(name.clone());
+                        unrolled.push(level);
                     }
-                    order.push(name);
+                    order.push(level);
                 }
             }
         }
         let vector_level = vector_level?;
-        order.push(vector_level.clone());
+        order.push(vector_level);
         if !s.push(Inst::Reorder { loops: order }) {
             return None;
         }
-        for u in &unrolled {
-            let _ = s.push(Inst::Unroll { loop_: u.clone() });
+        for u in unrolled {
+            let _ = s.push(Inst::Unroll { loop_: u });
         }
-        if !vectorize(&mut s, &vector_level) {
+        if !vectorize(&mut s, vector_level) {
             return None;
         }
         Some(s)
     }
 
-    /// The loop names of the block at each level after tiling (for reuse).
-    fn level_loop(s: &mut State, block: &str, pos: usize) -> Option<(String, String)> {
+    /// The block and its loop at level `pos` after tiling (for reuse).
+    fn level_loop(s: &mut State, block: &str, pos: usize) -> Option<(BlockRv, LoopRv)> {
         let (brv, bid) = s.get_block(block)?;
-        let loops = s.get_loops(&brv, bid);
-        Some((brv, loops.get(pos)?.0.clone()))
+        let loops = s.get_loops(brv, bid);
+        Some((brv, loops.get(pos)?.0))
     }
 }
 
@@ -169,22 +169,22 @@ impl BlockRule for MultiLevelTiling {
                     }
                     if write_reuse {
                         let Some((brv, at)) = Self::level_loop(&mut s, block, s1_last) else { continue };
-                        let wb = s.name("wb");
-                        if !s.push(Inst::CacheWrite { out: wb.clone(), block: brv, at }) {
+                        let wb = s.new_block("wb");
+                        if !s.push(Inst::CacheWrite { out: wb, block: brv, at }) {
                             continue;
                         }
-                        vectorize_copy(&mut s, &wb);
+                        vectorize_copy(&mut s, wb);
                         s = s.mark("write-reuse");
                     }
                     if read_reuse {
                         let VectorAxis::Spatial(k) = choice else { continue };
                         let Some(tensor) = packed_operand(&s, block, *k) else { continue };
                         let Some((brv, at)) = Self::level_loop(&mut s, block, r0_last) else { continue };
-                        let cp = s.name("pack");
-                        if !s.push(Inst::CacheRead { out: cp.clone(), block: brv, tensor, at, layout: None }) {
+                        let cp = s.new_block("pack");
+                        if !s.push(Inst::CacheRead { out: cp, block: brv, tensor, at, layout: None }) {
                             continue;
                         }
-                        vectorize_copy(&mut s, &cp);
+                        vectorize_copy(&mut s, cp);
                         s = s.mark("read-reuse");
                     }
                     out.push(s);
@@ -212,18 +212,17 @@ fn packed_operand(s: &State, block: &str, k: usize) -> Option<String> {
 /// Vectorizes the innermost loop of a copy block (write-back or packing):
 /// split by one vector register (`L*vscale` lanes), with a sampled tail
 /// strategy like every other vector loop.
-fn vectorize_copy(s: &mut State, block_rv: &str) {
-    let Some(Rv::Block(b)) = s.env.get(block_rv).cloned() else { return };
+fn vectorize_copy(s: &mut State, block_rv: BlockRv) {
+    let Some(b) = s.env.block(block_rv) else { return };
     let own = s.own_loops(block_rv, b);
-    let Some((inner, lid)) = own.last().cloned() else { return };
+    let Some((inner, lid)) = own.last().copied() else { return };
     let bits = s.probe.widest_bits(lid);
     let lanes = crate::sample::lanes_per_granule(&s.probe.caps, bits);
     let mut t = s.clone();
-    let (o, i) = (t.name("l"), t.name("l"));
-    let factor =
-        crate::trace::TExpr::Mul(Box::new(crate::trace::TExpr::Int(lanes)), Box::new(crate::trace::TExpr::VScale));
-    if t.push(Inst::Split { outs: vec![o, i.clone()], loop_: inner, factors: vec![None, Some(factor)] })
-        && vectorize(&mut t, &i)
+    let outs = t.new_loops("l", 2);
+    let factor = TExpr::Mul(Box::new(TExpr::Int(lanes)), Box::new(TExpr::VScale));
+    if t.push(Inst::Split { outs: outs.clone(), loop_: inner, factors: vec![None, Some(factor)] })
+        && vectorize(&mut t, outs[1])
     {
         *s = t;
     }

@@ -2,7 +2,7 @@
 
 use super::{State, WorkloadRule};
 use crate::ir::Node;
-use crate::trace::{Cand, Inst, SArg};
+use crate::trace::{Cand, Inst, LoopOrBlock, SArg};
 
 /// Candidate unroll depths (`unroll_max_step`): 0 disables auto-unrolling.
 pub const UNROLL_DEPTHS: [i64; 4] = [0, 4, 16, 64];
@@ -24,16 +24,14 @@ impl WorkloadRule for UnrollDepth {
             let Some(b) = s.probe.blocks_in(n).first().copied() else { continue };
             let name = s.probe.block(b).name.clone();
             let Some((brv, bid)) = s.get_block(&name) else { continue };
-            let loops = s.get_loops(&brv, bid);
-            let Some((outer, _)) = loops.first().cloned() else { continue };
-            let u = s.name("unroll");
+            let loops = s.get_loops(brv, bid);
+            let Some((outer, _)) = loops.first().copied() else { continue };
             let p = 1.0 / UNROLL_DEPTHS.len() as f64;
-            let ok = s.push(Inst::SampleCategorical {
-                out: u.clone(),
-                candidates: UNROLL_DEPTHS.iter().map(|d| Cand::Int(*d)).collect(),
-                probs: vec![p; UNROLL_DEPTHS.len()],
-                decision: None,
-            }) && s.push(Inst::Annotate { target: outer, key: "unroll_max_step".into(), value: SArg::Rv(u) });
+            let candidates = UNROLL_DEPTHS.iter().map(|d| Cand::Int(*d)).collect();
+            let ok = s.sample_categorical("unroll", candidates, vec![p; UNROLL_DEPTHS.len()]).is_some_and(|u| {
+                let key = "unroll_max_step".to_string();
+                s.push(Inst::Annotate { target: LoopOrBlock::Loop(outer), key, value: SArg::Rv(u) })
+            });
             changed |= ok;
         }
         changed.then(|| vec![s.mark(self.name())])

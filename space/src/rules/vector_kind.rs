@@ -18,14 +18,10 @@ impl WorkloadRule for VectorKind {
             return None;
         }
         let mut s = st.clone();
-        let out = s.name("kind");
         let p = 1.0 / kinds.len() as f64;
-        let ok = s.push(Inst::SampleCategorical {
-            out: out.clone(),
-            candidates: kinds,
-            probs: vec![p; st.probe.kinds.len()],
-            decision: None,
-        }) && s.push(Inst::UseVectors { kind: Choice::Rv(out) });
+        let ok = s
+            .sample_categorical("kind", kinds, vec![p; st.probe.kinds.len()])
+            .is_some_and(|k| s.push(Inst::UseVectors { kind: Choice::Rv(k) }));
         ok.then(|| vec![s.mark(self.name())])
     }
 }

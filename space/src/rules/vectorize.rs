@@ -3,7 +3,7 @@
 use super::analysis::{axis_loops, gathers_when_vectorized, load_axes, store_axis};
 use super::common::{perfect_tile, vector_tile, vectorize};
 use super::{BlockRule, State};
-use crate::trace::Inst;
+use crate::trace::{Inst, LoopRv};
 use crate::workload::AxisKind;
 
 /// Largest unrolled factor of a gathered axis when the contiguous axis is vectorized.
@@ -21,7 +21,7 @@ impl VectorizeAxis {
     fn branch(st: &State, block: &str, k: usize) -> Option<State> {
         let mut s = st.clone();
         let (brv, bid) = s.get_block(block)?;
-        let own = s.own_loops(&brv, bid);
+        let own = s.own_loops(brv, bid);
         let axes = axis_loops(&s.probe, bid, &own);
         let a = axes.iter().find(|x| x.iter == k)?.clone();
         // Three levels: outer, a register block of vectors, the vector.
@@ -37,31 +37,31 @@ impl VectorizeAxis {
             Some(g) => Some((g.iter, perfect_tile(&mut s, g, 2, MAX_GATHER_UNROLL)?)),
             None => None,
         };
-        let mut order: Vec<String> = axes
+        let mut order: Vec<LoopRv> = axes
             .iter()
             .filter(|x| x.iter != k && glevels.as_ref().map(|(gi, _)| *gi) != Some(x.iter))
-            .map(|x| x.rv.clone())
+            .map(|x| x.rv)
             .collect();
         if let Some((_, g)) = &glevels {
-            order.push(g[0].clone());
+            order.push(g[0]);
         }
-        order.push(levels[0].clone());
-        order.push(levels[1].clone());
+        order.push(levels[0]);
+        order.push(levels[1]);
         if let Some((_, g)) = &glevels {
-            order.push(g[1].clone());
+            order.push(g[1]);
         }
-        order.push(levels[2].clone());
+        order.push(levels[2]);
         if order.len() > 1 && !s.push(Inst::Reorder { loops: order }) {
             return None;
         }
         if let Some((_, g)) = &glevels {
-            if !s.push(Inst::Unroll { loop_: g[1].clone() }) {
+            if !s.push(Inst::Unroll { loop_: g[1] }) {
                 return None;
             }
         }
         // The register block is not marked `unroll`: a sampled scalable block
         // could not be; the unroll-depth rule's hint unrolls fixed ones.
-        vectorize(&mut s, &levels[2]).then_some(s)
+        vectorize(&mut s, levels[2]).then_some(s)
     }
 }
 

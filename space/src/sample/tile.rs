@@ -203,7 +203,7 @@ impl TileDomain {
         if self.enumerated().set.contains(d) {
             return Ok(());
         }
-        let shown: Vec<String> = d.iter().map(|c| c.texpr().to_string()).collect();
+        let shown: Vec<String> = d.iter().map(|c| c.texpr().named(&[]).to_string()).collect();
         Err(SampleError(format!(
             "decision [{}] is not in the domain ({} lanes per granule, fixed factors up to {}, vscale multipliers up to {})",
             shown.join(", "),

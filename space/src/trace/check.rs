@@ -1,162 +1,47 @@
-//! The kinds of a trace's names: each result is a block, a loop, an integer or a sampled choice, and each argument must be the kind its instruction expects; checked when text is parsed.
+//! The kinds of a parsed trace's random variables: each result is a block, a loop, an integer or a sampled choice, and each argument must be the kind its instruction expects; checked when text is parsed.
+//!
+//! An argument's id type already says whether a loop, a block or a sampled
+//! value is expected; parsing resolves a name to the id of its latest
+//! definition whatever that defined, and this check refuses a name whose
+//! definition made the wrong kind (a loop where a block is needed, a tail
+//! strategy where an integer is).
 
-use super::{Cand, Choice, Inst, SArg, TExpr, TraceError, TraceErrorKind};
-use std::collections::HashMap;
-
-/// What a name of a trace holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Block,
-    Loop,
-    Int,
-    Tail,
-    Vectors,
-}
-
-impl Kind {
-    fn noun(self) -> &'static str {
-        match self {
-            Kind::Block => "a block",
-            Kind::Loop => "a loop",
-            Kind::Int => "an integer",
-            Kind::Tail => "a tail strategy",
-            Kind::Vectors => "a vector kind",
-        }
-    }
-}
-
-/// Names defined so far, and the instruction being checked.
-struct Names<'a> {
-    kinds: HashMap<&'a str, Kind>,
-    inst: &'a Inst,
-    line: Option<usize>,
-}
-
-impl<'a> Names<'a> {
-    /// `name` must be one of `want` if it is defined by the trace (names
-    /// defined elsewhere, or not at all, are left for replay to report).
-    fn expect(&self, name: &str, want: &[Kind]) -> Result<(), TraceError> {
-        match self.kinds.get(name) {
-            Some(k) if !want.contains(k) => {
-                let wanted: Vec<&str> = want.iter().map(|w| w.noun()).collect();
-                Err(TraceError {
-                    line: self.line,
-                    col: None,
-                    inst: Some(self.inst.to_string()),
-                    message: format!("`{name}` is {}, not {}", k.noun(), wanted.join(" or ")),
-                    kind: TraceErrorKind::WrongKind,
-                })
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn expr(&self, e: &TExpr) -> Result<(), TraceError> {
-        match e {
-            TExpr::Rv(n) => self.expect(n, &[Kind::Int]),
-            TExpr::Add(a, b) | TExpr::Sub(a, b) | TExpr::Mul(a, b) => {
-                self.expr(a)?;
-                self.expr(b)
-            }
-            TExpr::Int(_) | TExpr::VScale => Ok(()),
-        }
-    }
-
-    fn define(&mut self, names: impl IntoIterator<Item = &'a String>, kind: Kind) {
-        for n in names {
-            self.kinds.insert(n.as_str(), kind);
-        }
-    }
-}
+use super::rv::{name_in, Kind};
+use super::uses::cand_kind;
+use super::{Inst, Trace, TraceError, TraceErrorKind};
 
 /// Checks that every argument names a result of the kind its instruction
 /// expects (a loop where a block is needed is an error naming the line).
-pub(super) fn check_kinds(insts: &[Inst], lines: &[usize]) -> Result<(), TraceError> {
-    let mut names = Names { kinds: HashMap::new(), inst: &Inst::Reorder { loops: Vec::new() }, line: None };
-    let loops = &[Kind::Loop];
-    let blocks = &[Kind::Block];
-    for (i, inst) in insts.iter().enumerate() {
-        names.inst = inst;
-        names.line = lines.get(i).copied();
-        match inst {
-            Inst::GetBlock { out, .. } => names.define([out], Kind::Block),
-            Inst::GetLoops { outs, block } => {
-                names.expect(block, blocks)?;
-                names.define(outs, Kind::Loop);
-            }
-            Inst::Split { outs, loop_, factors } => {
-                names.expect(loop_, loops)?;
-                for f in factors.iter().flatten() {
-                    names.expr(f)?;
+/// Names that no instruction defines are left for replay to report.
+pub(super) fn check_kinds(trace: &Trace) -> Result<(), TraceError> {
+    let mut kinds: Vec<Option<Kind>> = vec![None; trace.names.len()];
+    for (i, inst) in trace.insts.iter().enumerate() {
+        let err = |message: String| TraceError {
+            line: trace.lines.get(i).copied(),
+            col: None,
+            inst: Some(trace.inst_text(i)),
+            message,
+            kind: TraceErrorKind::WrongKind,
+        };
+        for u in inst.uses() {
+            match kinds.get(u.index).copied().flatten() {
+                Some(k) if !u.wants.contains(&k) => {
+                    let wanted: Vec<&str> = u.wants.iter().map(|w| w.noun()).collect();
+                    let name = name_in(&trace.names, u.index);
+                    return Err(err(format!("`{name}` is {}, not {}", k.noun(), wanted.join(" or "))));
                 }
-                names.define(outs, Kind::Loop);
+                _ => {}
             }
-            Inst::Fuse { out, loops: ls } => {
-                for l in ls {
-                    names.expect(l, loops)?;
-                }
-                names.define([out], Kind::Loop);
+        }
+        if let Inst::SampleCategorical { candidates, .. } = inst {
+            let kind = candidates.first().map_or(Kind::Int, cand_kind);
+            if let Some(other) = candidates.iter().map(cand_kind).find(|k| *k != kind) {
+                return Err(err(format!("candidates mix {} and {}", kind.noun(), other.noun())));
             }
-            Inst::Reorder { loops: ls } => {
-                for l in ls {
-                    names.expect(l, loops)?;
-                }
-            }
-            Inst::Vectorize { loop_, tail } => {
-                names.expect(loop_, loops)?;
-                if let Choice::Rv(n) = tail {
-                    names.expect(n, &[Kind::Tail])?;
-                }
-            }
-            Inst::Unroll { loop_ } | Inst::Parallel { loop_ } => names.expect(loop_, loops)?,
-            Inst::CacheRead { out, block, at, .. } | Inst::CacheWrite { out, block, at } => {
-                names.expect(block, blocks)?;
-                names.expect(at, loops)?;
-                names.define([out], Kind::Block);
-            }
-            Inst::ComputeAt { block, loop_ } => {
-                names.expect(block, blocks)?;
-                names.expect(loop_, loops)?;
-            }
-            Inst::DecomposeReduction { out, block, loop_ } => {
-                names.expect(block, blocks)?;
-                names.expect(loop_, loops)?;
-                names.define([out], Kind::Block);
-            }
-            Inst::Annotate { target, value, .. } => {
-                names.expect(target, &[Kind::Loop, Kind::Block])?;
-                if let SArg::Rv(n) = value {
-                    names.expect(n, &[Kind::Int, Kind::Tail, Kind::Vectors])?;
-                }
-            }
-            Inst::UseVectors { kind } => {
-                if let Choice::Rv(n) = kind {
-                    names.expect(n, &[Kind::Vectors])?;
-                }
-            }
-            Inst::SamplePerfectTile { outs, loop_, .. }
-            | Inst::SampleScalableTile { outs, loop_, .. }
-            | Inst::SampleMixedTile { outs, loop_, .. } => {
-                names.expect(loop_, loops)?;
-                names.define(outs, Kind::Int);
-            }
-            Inst::SampleCategorical { out, candidates, .. } => {
-                let kind_of = |c: &Cand| match c {
-                    Cand::Tail(_) => Kind::Tail,
-                    Cand::Kind(_) => Kind::Vectors,
-                    Cand::Int(_) => Kind::Int,
-                };
-                let kind = candidates.first().map_or(Kind::Int, kind_of);
-                if let Some(other) = candidates.iter().map(kind_of).find(|k| *k != kind) {
-                    return Err(TraceError {
-                        line: names.line,
-                        col: None,
-                        inst: Some(inst.to_string()),
-                        message: format!("candidates mix {} and {}", kind.noun(), other.noun()),
-                        kind: TraceErrorKind::WrongKind,
-                    });
-                }
-                names.define([out], kind);
+        }
+        for (id, kind) in inst.defs() {
+            if let Some(slot) = kinds.get_mut(id) {
+                *slot = Some(kind);
             }
         }
     }

@@ -9,7 +9,8 @@
 //! `(f1, .., fn)` of a divisor `E` of `P` maps one-to-one to the tiling
 //! `(f1 * P / E, f2, .., fn)` of `P`, with the same innermost factor.
 
-use super::apply::Rv;
+use super::bindings::Bindings;
+use super::rv::{LoopRv, ValueRv};
 use super::{Inst, TExpr};
 use crate::expr::simplify;
 use crate::ids::LoopId;
@@ -87,18 +88,18 @@ fn product(m: &Multiple) -> Option<i64> {
 #[derive(Default)]
 pub(super) struct Provenance {
     /// Results of perfect tilings (their splits divide exactly).
-    perfect: HashSet<String>,
+    perfect: HashSet<ValueRv>,
     /// Results of other sampling instructions.
-    sampled: HashSet<String>,
+    sampled: HashSet<ValueRv>,
     /// Loops whose extent depends on decisions.
     varying: HashMap<LoopId, Multiple>,
     /// Perfect splits seen so far (group ids).
     splits: usize,
 }
 
-/// Loops, by result name, whose extents depend on decisions.
+/// Loops, by random variable, whose extents depend on decisions.
 pub(super) struct Varying {
-    outs: Vec<String>,
+    outs: Vec<LoopRv>,
     multiple: Multiple,
 }
 
@@ -110,20 +111,13 @@ fn extent_multiple(p: &Provenance, nest: &Nest, l: LoopId) -> Option<i64> {
     }
 }
 
-fn loop_of(vars: &HashMap<String, Rv>, name: &str) -> Option<LoopId> {
-    match vars.get(name) {
-        Some(Rv::Loop(l)) => Some(*l),
-        _ => None,
-    }
-}
-
 impl Provenance {
     /// The count of a sampling instruction whose draw (at the current
     /// decisions) had `size` choices. `vars` are the bindings after it ran.
-    pub(super) fn count(&self, inst: &Inst, size: u128, vars: &HashMap<String, Rv>, nest: &Nest) -> Count {
+    pub(super) fn count(&self, inst: &Inst, size: u128, vars: &Bindings, nest: &Nest) -> Count {
         match inst {
             Inst::SamplePerfectTile { loop_, n, max_innermost_factor, .. } => {
-                let Some(l) = loop_of(vars, loop_) else { return Count::Exact(size) };
+                let Some(l) = vars.loop_(*loop_) else { return Count::Exact(size) };
                 if !self.varying.contains_key(&l) {
                     return Count::Exact(size);
                 }
@@ -136,7 +130,7 @@ impl Provenance {
             // The domain depends only on the lanes of a granule, which may
             // change with the sampled vector kind.
             Inst::SampleMixedTile { loop_, .. } | Inst::SampleScalableTile { loop_, .. } => {
-                let Some(l) = loop_of(vars, loop_) else { return Count::Exact(size) };
+                let Some(l) = vars.loop_(*loop_) else { return Count::Exact(size) };
                 let bits = nest.widest_bits(l);
                 let lanes = lanes_per_granule(&nest.caps, bits);
                 if nest.kinds.iter().all(|(_, c)| lanes_per_granule(c, bits) == lanes) {
@@ -153,17 +147,17 @@ impl Provenance {
     /// fuse that makes loops whose extents depend on decisions, which of its
     /// results vary (with a multiple of their extents). Runs before the
     /// instruction is applied, while its input loops still exist.
-    pub(super) fn before(&mut self, inst: &Inst, vars: &HashMap<String, Rv>, nest: &Nest) -> Option<Varying> {
+    pub(super) fn before(&mut self, inst: &Inst, vars: &Bindings, nest: &Nest) -> Option<Varying> {
         match inst {
-            Inst::SamplePerfectTile { outs, .. } => self.perfect.extend(outs.iter().cloned()),
+            Inst::SamplePerfectTile { outs, .. } => self.perfect.extend(outs.iter().copied()),
             Inst::SampleMixedTile { outs, .. } | Inst::SampleScalableTile { outs, .. } => {
-                self.sampled.extend(outs.iter().cloned())
+                self.sampled.extend(outs.iter().copied())
             }
             Inst::SampleCategorical { out, .. } => {
-                self.sampled.insert(out.clone());
+                self.sampled.insert(*out);
             }
             Inst::Split { outs, loop_, factors } => {
-                let l = loop_of(vars, loop_)?;
+                let l = vars.loop_(*loop_)?;
                 let uses_decision = factors.iter().flatten().any(|f| self.uses(f)) || self.varying.contains_key(&l);
                 if !uses_decision {
                     return None;
@@ -179,7 +173,7 @@ impl Provenance {
                 return Some(Varying { outs: outs.clone(), multiple });
             }
             Inst::Fuse { out, loops } => {
-                let ls: Vec<LoopId> = loops.iter().filter_map(|n| loop_of(vars, n)).collect();
+                let ls: Vec<LoopId> = loops.iter().filter_map(|n| vars.loop_(*n)).collect();
                 if !ls.iter().any(|l| self.varying.contains_key(l)) {
                     return None;
                 }
@@ -201,7 +195,7 @@ impl Provenance {
                         _ => None,
                     };
                 }
-                return Some(Varying { outs: vec![out.clone()], multiple });
+                return Some(Varying { outs: vec![*out], multiple });
             }
             _ => {}
         }
@@ -209,9 +203,9 @@ impl Provenance {
     }
 
     /// Marks the loops a split or fuse made as varying (`vars`: the bindings after it).
-    pub(super) fn after(&mut self, v: Varying, vars: &HashMap<String, Rv>) {
+    pub(super) fn after(&mut self, v: Varying, vars: &Bindings) {
         for o in &v.outs {
-            if let Some(l) = loop_of(vars, o) {
+            if let Some(l) = vars.loop_(*o) {
                 self.varying.insert(l, v.multiple.clone());
             }
         }

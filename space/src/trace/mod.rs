@@ -1,9 +1,11 @@
 //! Traces: a schedule as a list of instructions.
 //!
-//! A trace names its results (blocks, loops) with random-variable names and
-//! refers to them in later instructions. It serializes to JSON (for the
-//! database) and to a readable text form, one instruction per line, that a
-//! user can write by hand:
+//! A trace's results (blocks, loops, sampled values) are random variables
+//! with typed ids ([`LoopRv`], [`BlockRv`], [`ValueRv`]) that later
+//! instructions refer to; the names a user wrote live once, in the trace's
+//! name table ([`Trace::names`], indexed by id). A trace serializes to JSON
+//! (for the database) and to a readable text form, one instruction per
+//! line, that a user can write by hand:
 //!
 //! ```text
 //! b = get_block("C")
@@ -16,330 +18,38 @@
 //! ```
 
 mod apply;
+mod bindings;
 mod check;
 mod domain;
+mod error;
+mod inst;
 mod parse;
 mod print;
+mod rv;
 mod step;
+mod uses;
 
 #[cfg(test)]
 mod tests;
 
 pub use crate::sample::SampleError;
-pub use apply::{Rv, TraceError, TraceErrorKind};
+pub use bindings::{Bindings, Value};
 pub use domain::Count;
+pub use error::{TraceError, TraceErrorKind};
+pub use inst::{Cand, Choice, Inst, SArg, TExpr};
 pub use parse::parse_trace;
+pub use print::Named;
+pub use rv::{BlockRv, LoopOrBlock, LoopRv, RvId, ValueRv};
 
-use crate::ir::Tail;
-use crate::kind::VectorKind;
 use serde::{Deserialize, Serialize};
 
-/// An integer expression in a trace (split factors): constants, `vscale`,
-/// and names of expression results.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TExpr {
-    /// A constant.
-    Int(i64),
-    /// The vector-length multiplier.
-    VScale,
-    /// A named result of an earlier instruction.
-    Rv(String),
-    /// Sum.
-    Add(Box<TExpr>, Box<TExpr>),
-    /// Difference.
-    Sub(Box<TExpr>, Box<TExpr>),
-    /// Product.
-    Mul(Box<TExpr>, Box<TExpr>),
-}
-
-/// A string-valued argument: a literal, or the name of a
-/// `sample_categorical` result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SArg {
-    /// A literal string.
-    Lit(String),
-    /// A named result.
-    Rv(String),
-}
-
-/// A typed argument of an instruction: a literal, or the name of a
-/// `sample_categorical` result that holds one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Choice<T> {
-    /// A literal value.
-    Lit(T),
-    /// A named result.
-    Rv(String),
-}
-
-/// One candidate of `sample_categorical`: a typed value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cand {
-    /// An integer (an unroll depth, a chunk count, ...).
-    Int(i64),
-    /// A tail strategy.
-    Tail(Tail),
-    /// A vector kind.
-    Kind(VectorKind),
-}
-
-impl Cand {
-    /// The candidate a quoted string of trace text names: a tail strategy
-    /// or a vector kind.
-    pub fn from_name(s: &str) -> Option<Cand> {
-        Tail::parse(s).map(Cand::Tail).or_else(|| s.parse().ok().map(Cand::Kind))
-    }
-}
-
-/// One schedule instruction.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Inst {
-    /// `out = get_block("NAME")`.
-    GetBlock {
-        /// Result name.
-        out: String,
-        /// Block name.
-        name: String,
-    },
-    /// `a, b, c = get_loops(block)`.
-    GetLoops {
-        /// Result names (one per enclosing loop).
-        outs: Vec<String>,
-        /// Block.
-        block: String,
-    },
-    /// `a, b = split(loop, factors=[None, 4*vscale])`.
-    Split {
-        /// Result names.
-        outs: Vec<String>,
-        /// Loop split.
-        #[serde(rename = "loop")]
-        loop_: String,
-        /// Factors, at most one `None`.
-        factors: Vec<Option<TExpr>>,
-    },
-    /// `f = fuse(a, b)`.
-    Fuse {
-        /// Result name.
-        out: String,
-        /// Loops fused, outermost first.
-        loops: Vec<String>,
-    },
-    /// `reorder(a, b, c)`.
-    Reorder {
-        /// Loops in their new order.
-        loops: Vec<String>,
-    },
-    /// `vectorize(loop, tail="predicate")` (the tail may be a sampled name).
-    Vectorize {
-        /// Loop.
-        #[serde(rename = "loop")]
-        loop_: String,
-        /// Tail strategy.
-        tail: Choice<Tail>,
-    },
-    /// `unroll(loop)`.
-    Unroll {
-        /// Loop.
-        #[serde(rename = "loop")]
-        loop_: String,
-    },
-    /// `parallel(loop)`.
-    Parallel {
-        /// Loop.
-        #[serde(rename = "loop")]
-        loop_: String,
-    },
-    /// `c = cache_read(block, "B", at=loop, layout=[1, 0])`.
-    CacheRead {
-        /// Result name (the copy block).
-        out: String,
-        /// Consumer block.
-        block: String,
-        /// Tensor name.
-        tensor: String,
-        /// Loop whose body gets the copy.
-        at: String,
-        /// Dimension permutation of the local copy.
-        layout: Option<Vec<usize>>,
-    },
-    /// `w = cache_write(block, at=loop)`.
-    CacheWrite {
-        /// Result name (the write-back block).
-        out: String,
-        /// Block.
-        block: String,
-        /// Loop whose iterations each own a tile.
-        at: String,
-    },
-    /// `compute_at(block, loop)`.
-    ComputeAt {
-        /// Producer block.
-        block: String,
-        /// Target loop.
-        #[serde(rename = "loop")]
-        loop_: String,
-    },
-    /// `init = decompose_reduction(block, loop)`.
-    DecomposeReduction {
-        /// Result name (the init block).
-        out: String,
-        /// Reduction block.
-        block: String,
-        /// Loop before which the init goes.
-        #[serde(rename = "loop")]
-        loop_: String,
-    },
-    /// `annotate(target, key="k", value="v")` (the value may be a sampled name).
-    Annotate {
-        /// Loop or block.
-        target: String,
-        /// Key.
-        key: String,
-        /// Value.
-        value: SArg,
-    },
-    /// `use_vectors("sve-vla")`: the kind of vectors to generate (one of the
-    /// target's vector kinds); must precede every loop transformation.
-    UseVectors {
-        /// The kind (or a sampled name).
-        kind: Choice<VectorKind>,
-    },
-    /// `a, b = sample_perfect_tile(loop, n=2, max_innermost_factor=16, decision=[8, 16])`:
-    /// `n` factors whose product is the loop's constant extent.
-    SamplePerfectTile {
-        /// Result names (one factor each, outermost first).
-        outs: Vec<String>,
-        /// Loop tiled.
-        #[serde(rename = "loop")]
-        loop_: String,
-        /// Number of factors.
-        n: usize,
-        /// Largest innermost factor.
-        max_innermost_factor: i64,
-        /// The factors, once sampled.
-        decision: Option<Vec<i64>>,
-    },
-    /// `a, b = sample_scalable_tile(loop, n=2, max_innermost_vscale=4, decision=[8*vscale])`:
-    /// innermost factor `m*L*vscale` (`L` lanes of one granule, `1 <= m <= max`),
-    /// middle factors small powers of two, outermost by ceildiv.
-    SampleScalableTile {
-        /// Result names (outermost first).
-        outs: Vec<String>,
-        /// Loop tiled.
-        #[serde(rename = "loop")]
-        loop_: String,
-        /// Number of factors.
-        n: usize,
-        /// Largest multiplier `m`.
-        max_innermost_vscale: i64,
-        /// The `n - 1` inner factors, once sampled.
-        decision: Option<Vec<TExpr>>,
-    },
-    /// `a, b, c = sample_mixed_tile(loop, n=3, max_innermost_fixed=8, max_innermost_vscale=4, decision=[4, 8*vscale])`:
-    /// each inner level fixed or scalable (at most one scalable), outermost by ceildiv.
-    SampleMixedTile {
-        /// Result names (outermost first).
-        outs: Vec<String>,
-        /// Loop tiled.
-        #[serde(rename = "loop")]
-        loop_: String,
-        /// Number of factors.
-        n: usize,
-        /// Largest fixed factor of a level.
-        max_innermost_fixed: i64,
-        /// Largest multiplier of a scalable level.
-        max_innermost_vscale: i64,
-        /// The `n - 1` inner factors, once sampled.
-        decision: Option<Vec<TExpr>>,
-    },
-    /// `t = sample_categorical(candidates=["predicate", "peel"], probs=[0.5, 0.5], decision=1)`.
-    SampleCategorical {
-        /// Result name.
-        out: String,
-        /// The candidates.
-        candidates: Vec<Cand>,
-        /// Their probabilities (same length, summing to 1).
-        probs: Vec<f64>,
-        /// Index of the chosen candidate, once sampled.
-        decision: Option<usize>,
-    },
-}
-
-impl Inst {
-    /// The instruction's name as written in trace text.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Inst::GetBlock { .. } => "get_block",
-            Inst::GetLoops { .. } => "get_loops",
-            Inst::Split { .. } => "split",
-            Inst::Fuse { .. } => "fuse",
-            Inst::Reorder { .. } => "reorder",
-            Inst::Vectorize { .. } => "vectorize",
-            Inst::Unroll { .. } => "unroll",
-            Inst::Parallel { .. } => "parallel",
-            Inst::CacheRead { .. } => "cache_read",
-            Inst::CacheWrite { .. } => "cache_write",
-            Inst::ComputeAt { .. } => "compute_at",
-            Inst::DecomposeReduction { .. } => "decompose_reduction",
-            Inst::Annotate { .. } => "annotate",
-            Inst::UseVectors { .. } => "use_vectors",
-            Inst::SamplePerfectTile { .. } => "sample_perfect_tile",
-            Inst::SampleScalableTile { .. } => "sample_scalable_tile",
-            Inst::SampleMixedTile { .. } => "sample_mixed_tile",
-            Inst::SampleCategorical { .. } => "sample_categorical",
-        }
-    }
-
-    /// True for sampling instructions (they carry a decision).
-    pub fn is_sampling(&self) -> bool {
-        matches!(
-            self,
-            Inst::SamplePerfectTile { .. }
-                | Inst::SampleScalableTile { .. }
-                | Inst::SampleMixedTile { .. }
-                | Inst::SampleCategorical { .. }
-        )
-    }
-
-    /// True if the instruction is a sampling instruction without a decision.
-    pub fn undecided(&self) -> bool {
-        match self {
-            Inst::SamplePerfectTile { decision, .. } => decision.is_none(),
-            Inst::SampleScalableTile { decision, .. } | Inst::SampleMixedTile { decision, .. } => decision.is_none(),
-            Inst::SampleCategorical { decision, .. } => decision.is_none(),
-            _ => false,
-        }
-    }
-
-    /// Removes the decision of a sampling instruction.
-    pub fn clear_decision(&mut self) {
-        match self {
-            Inst::SamplePerfectTile { decision, .. } => *decision = None,
-            Inst::SampleScalableTile { decision, .. } | Inst::SampleMixedTile { decision, .. } => *decision = None,
-            Inst::SampleCategorical { decision, .. } => *decision = None,
-            _ => {}
-        }
-    }
-}
-
-impl SArg {
-    /// A literal.
-    pub fn lit(s: impl Into<String>) -> SArg {
-        SArg::Lit(s.into())
-    }
-}
-
-/// A schedule: instructions in order.
+/// A schedule: instructions in order, and the names of their random variables.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct Trace {
     /// The instructions.
     pub insts: Vec<Inst>,
+    /// The name of each random variable, indexed by its id.
+    pub names: Vec<String>,
     /// Source line of each instruction when parsed from text (for messages).
     #[serde(skip)]
     pub lines: Vec<usize>,
@@ -351,9 +61,62 @@ impl Trace {
         serde_json::to_string(self).expect("traces always serialize")
     }
 
-    /// Parses the JSON form.
+    /// Parses the JSON form; every random-variable id must be in the name table.
     pub fn from_json(s: &str) -> Result<Trace, serde_json::Error> {
-        serde_json::from_str(s)
+        let t: Trace = serde_json::from_str(s)?;
+        for (i, inst) in t.insts.iter().enumerate() {
+            let mut ids = inst.uses().into_iter().map(|u| u.index).chain(inst.defs().into_iter().map(|d| d.0));
+            if let Some(id) = ids.find(|id| *id >= t.names.len()) {
+                return Err(serde::de::Error::custom(format!(
+                    "instruction {i} (`{}`) refers to random variable {id}, but only {} are named",
+                    inst.name(),
+                    t.names.len()
+                )));
+            }
+        }
+        Ok(t)
+    }
+
+    /// The name of a random variable.
+    pub fn name(&self, rv: impl RvId) -> &str {
+        rv::name_in(&self.names, rv.index())
+    }
+
+    /// Instruction `i` in its text form.
+    pub fn inst_text(&self, i: usize) -> String {
+        self.insts[i].named(&self.names).to_string()
+    }
+
+    /// A new random variable holding a loop, named `name`.
+    pub fn new_loop(&mut self, name: impl Into<String>) -> LoopRv {
+        LoopRv(self.new_id(name.into()))
+    }
+
+    /// A new random variable holding a block, named `name`.
+    pub fn new_block(&mut self, name: impl Into<String>) -> BlockRv {
+        BlockRv(self.new_id(name.into()))
+    }
+
+    /// A new random variable holding a sampled value, named `name`.
+    pub fn new_value(&mut self, name: impl Into<String>) -> ValueRv {
+        ValueRv(self.new_id(name.into()))
+    }
+
+    fn new_id(&mut self, name: String) -> u32 {
+        self.names.push(name);
+        u32::try_from(self.names.len() - 1).expect("fewer than 2^32 random variables")
+    }
+
+    /// True if instruction `i` of this trace and instruction `j` of `other`
+    /// are the same, random-variable names included.
+    pub fn same_inst(&self, i: usize, other: &Trace, j: usize) -> bool {
+        let (a, b) = (&self.insts[i], &other.insts[j]);
+        a == b
+            && a.uses()
+                .into_iter()
+                .map(|u| u.index)
+                .chain(a.defs().into_iter().map(|d| d.0))
+                .all(|id| self.names.get(id) == other.names.get(id))
     }
 
     /// The same trace with every sampling decision removed (a design space).

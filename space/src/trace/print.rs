@@ -1,9 +1,46 @@
-//! Text form of traces.
+//! Text form of traces: random variables printed by their names.
 
+use super::rv::{name_in, RvId};
 use super::{Cand, Choice, Inst, SArg, TExpr, Trace};
 use std::fmt;
 
-impl fmt::Display for TExpr {
+/// A part of a trace (an instruction, an expression) with the name table
+/// its random variables index, to print it as trace text.
+#[derive(Clone, Copy, Debug)]
+pub struct Named<'a, T> {
+    value: &'a T,
+    names: &'a [String],
+}
+
+impl<'a, T> Named<'a, T> {
+    fn with<U>(&self, value: &'a U) -> Named<'a, U> {
+        Named { value, names: self.names }
+    }
+
+    fn name(&self, rv: impl RvId) -> &'a str {
+        name_in(self.names, rv.index())
+    }
+
+    fn join(&self, rvs: &[impl RvId]) -> String {
+        rvs.iter().map(|r| self.name(*r)).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl TExpr {
+    /// The expression as trace text, its random variables named from `names`.
+    pub fn named<'a>(&'a self, names: &'a [String]) -> Named<'a, TExpr> {
+        Named { value: self, names }
+    }
+}
+
+impl Inst {
+    /// The instruction as trace text, its random variables named from `names`.
+    pub fn named<'a>(&'a self, names: &'a [String]) -> Named<'a, Inst> {
+        Named { value: self, names }
+    }
+}
+
+impl fmt::Display for Named<'_, TExpr> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fn prec(e: &TExpr) -> u8 {
             match e {
@@ -14,16 +51,17 @@ impl fmt::Display for TExpr {
             }
         }
         let wrap = |e: &TExpr, min: u8, f: &mut fmt::Formatter<'_>| {
+            let text = self.with(e);
             if prec(e) < min {
-                write!(f, "({e})")
+                write!(f, "({text})")
             } else {
-                write!(f, "{e}")
+                write!(f, "{text}")
             }
         };
-        match self {
+        match self.value {
             TExpr::Int(v) => write!(f, "{v}"),
             TExpr::VScale => f.write_str("vscale"),
-            TExpr::Rv(n) => f.write_str(n),
+            TExpr::Rv(n) => f.write_str(self.name(*n)),
             TExpr::Add(a, b) => {
                 wrap(a, 1, f)?;
                 f.write_str(" + ")?;
@@ -47,20 +85,20 @@ fn q(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-impl fmt::Display for SArg {
+impl fmt::Display for Named<'_, SArg> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        match self.value {
             SArg::Lit(s) => f.write_str(&q(s)),
-            SArg::Rv(n) => f.write_str(n),
+            SArg::Rv(n) => f.write_str(self.name(*n)),
         }
     }
 }
 
-impl<T: fmt::Display> fmt::Display for Choice<T> {
+impl<T: fmt::Display> fmt::Display for Named<'_, Choice<T>> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        match self.value {
             Choice::Lit(v) => f.write_str(&q(&v.to_string())),
-            Choice::Rv(n) => f.write_str(n),
+            Choice::Rv(n) => f.write_str(self.name(*n)),
         }
     }
 }
@@ -90,43 +128,53 @@ fn prob(p: f64) -> String {
     }
 }
 
-impl fmt::Display for Inst {
+impl fmt::Display for Named<'_, Inst> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Inst::GetBlock { out, name } => write!(f, "{out} = get_block({})", q(name)),
-            Inst::GetLoops { outs, block } => write!(f, "{} = get_loops({block})", outs.join(", ")),
+        match self.value {
+            Inst::GetBlock { out, name } => write!(f, "{} = get_block({})", self.name(*out), q(name)),
+            Inst::GetLoops { outs, block } => write!(f, "{} = get_loops({})", self.join(outs), self.name(*block)),
             Inst::Split { outs, loop_, factors } => {
                 let fs: Vec<String> = factors
                     .iter()
-                    .map(|x| x.as_ref().map(|e| e.to_string()).unwrap_or_else(|| "None".into()))
+                    .map(|x| x.as_ref().map(|e| self.with(e).to_string()).unwrap_or_else(|| "None".into()))
                     .collect();
-                write!(f, "{} = split({loop_}, factors=[{}])", outs.join(", "), fs.join(", "))
+                write!(f, "{} = split({}, factors=[{}])", self.join(outs), self.name(*loop_), fs.join(", "))
             }
-            Inst::Fuse { out, loops } => write!(f, "{out} = fuse({})", loops.join(", ")),
-            Inst::Reorder { loops } => write!(f, "reorder({})", loops.join(", ")),
-            Inst::Vectorize { loop_, tail } => write!(f, "vectorize({loop_}, tail={tail})"),
-            Inst::Unroll { loop_ } => write!(f, "unroll({loop_})"),
-            Inst::Parallel { loop_ } => write!(f, "parallel({loop_})"),
+            Inst::Fuse { out, loops } => write!(f, "{} = fuse({})", self.name(*out), self.join(loops)),
+            Inst::Reorder { loops } => write!(f, "reorder({})", self.join(loops)),
+            Inst::Vectorize { loop_, tail } => {
+                write!(f, "vectorize({}, tail={})", self.name(*loop_), self.with(tail))
+            }
+            Inst::Unroll { loop_ } => write!(f, "unroll({})", self.name(*loop_)),
+            Inst::Parallel { loop_ } => write!(f, "parallel({})", self.name(*loop_)),
             Inst::CacheRead { out, block, tensor, at, layout } => {
+                let (out, block, at) = (self.name(*out), self.name(*block), self.name(*at));
                 write!(f, "{out} = cache_read({block}, {}, at={at}", q(tensor))?;
                 if let Some(l) = layout {
-                    let ls: Vec<String> = l.iter().map(|x| x.to_string()).collect();
-                    write!(f, ", layout=[{}]", ls.join(", "))?;
+                    write!(f, ", layout={}", list(l))?;
                 }
                 f.write_str(")")
             }
-            Inst::CacheWrite { out, block, at } => write!(f, "{out} = cache_write({block}, at={at})"),
-            Inst::ComputeAt { block, loop_ } => write!(f, "compute_at({block}, {loop_})"),
+            Inst::CacheWrite { out, block, at } => {
+                write!(f, "{} = cache_write({}, at={})", self.name(*out), self.name(*block), self.name(*at))
+            }
+            Inst::ComputeAt { block, loop_ } => {
+                write!(f, "compute_at({}, {})", self.name(*block), self.name(*loop_))
+            }
             Inst::DecomposeReduction { out, block, loop_ } => {
+                let (out, block, loop_) = (self.name(*out), self.name(*block), self.name(*loop_));
                 write!(f, "{out} = decompose_reduction({block}, {loop_})")
             }
-            Inst::Annotate { target, key, value } => write!(f, "annotate({target}, key={}, value={value})", q(key)),
-            Inst::UseVectors { kind } => write!(f, "use_vectors({kind})"),
+            Inst::Annotate { target, key, value } => {
+                write!(f, "annotate({}, key={}, value={})", self.name(*target), q(key), self.with(value))
+            }
+            Inst::UseVectors { kind } => write!(f, "use_vectors({})", self.with(kind)),
             Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } => {
                 write!(
                     f,
-                    "{} = sample_perfect_tile({loop_}, n={n}, max_innermost_factor={max_innermost_factor}",
-                    outs.join(", ")
+                    "{} = sample_perfect_tile({}, n={n}, max_innermost_factor={max_innermost_factor}",
+                    self.join(outs),
+                    self.name(*loop_)
                 )?;
                 if let Some(d) = decision {
                     write!(f, ", decision={}", list(d))?;
@@ -136,27 +184,24 @@ impl fmt::Display for Inst {
             Inst::SampleScalableTile { outs, loop_, n, max_innermost_vscale, decision } => {
                 write!(
                     f,
-                    "{} = sample_scalable_tile({loop_}, n={n}, max_innermost_vscale={max_innermost_vscale}",
-                    outs.join(", ")
+                    "{} = sample_scalable_tile({}, n={n}, max_innermost_vscale={max_innermost_vscale}",
+                    self.join(outs),
+                    self.name(*loop_)
                 )?;
-                if let Some(d) = decision {
-                    write!(f, ", decision={}", list(d))?;
-                }
-                f.write_str(")")
+                self.factors(f, decision.as_deref())
             }
             Inst::SampleMixedTile { outs, loop_, n, max_innermost_fixed, max_innermost_vscale, decision } => {
                 write!(
                     f,
-                    "{} = sample_mixed_tile({loop_}, n={n}, max_innermost_fixed={max_innermost_fixed}, max_innermost_vscale={max_innermost_vscale}",
-                    outs.join(", ")
+                    "{} = sample_mixed_tile({}, n={n}, max_innermost_fixed={max_innermost_fixed}, max_innermost_vscale={max_innermost_vscale}",
+                    self.join(outs),
+                    self.name(*loop_)
                 )?;
-                if let Some(d) = decision {
-                    write!(f, ", decision={}", list(d))?;
-                }
-                f.write_str(")")
+                self.factors(f, decision.as_deref())
             }
             Inst::SampleCategorical { out, candidates, probs, decision } => {
                 let ps: Vec<String> = probs.iter().map(|p| prob(*p)).collect();
+                let out = self.name(*out);
                 write!(f, "{out} = sample_categorical(candidates={}, probs=[{}]", list(candidates), ps.join(", "))?;
                 if let Some(d) = decision {
                     write!(f, ", decision={d}")?;
@@ -167,10 +212,21 @@ impl fmt::Display for Inst {
     }
 }
 
+impl Named<'_, Inst> {
+    /// The decision of a scalable or mixed tiling (if any) and the closing parenthesis.
+    fn factors(&self, f: &mut fmt::Formatter<'_>, decision: Option<&[TExpr]>) -> fmt::Result {
+        if let Some(d) = decision {
+            let ds: Vec<String> = d.iter().map(|e| self.with(e).to_string()).collect();
+            write!(f, ", decision=[{}]", ds.join(", "))?;
+        }
+        f.write_str(")")
+    }
+}
+
 impl fmt::Display for Trace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for i in &self.insts {
-            writeln!(f, "{i}")?;
+            writeln!(f, "{}", i.named(&self.names))?;
         }
         Ok(())
     }

@@ -172,3 +172,61 @@ fn choices_are_typed_values() {
     }
     assert_eq!(Trace::from_json(&t.to_json()).expect("json").insts, t.insts);
 }
+
+#[test]
+fn names_live_once_in_the_trace_and_arguments_are_typed_ids() {
+    let text = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nannotate(b, key=\"k\", value=\"v\")\nannotate(i, key=\"k\", value=\"v\")\ni, i1 = split(i, factors=[None, 4])\nunroll(i)\n";
+    let t = parse_trace(text).expect("parses");
+    assert_eq!(t.names, ["b", "i", "j", "k", "i", "i1"]);
+    assert_eq!(t.insts[0], Inst::GetBlock { out: BlockRv(0), name: "C".into() });
+    assert_eq!(
+        t.insts[2].clone(),
+        Inst::Annotate { target: LoopOrBlock::Block(BlockRv(0)), key: "k".into(), value: SArg::lit("v") }
+    );
+    assert!(matches!(t.insts[3], Inst::Annotate { target: LoopOrBlock::Loop(LoopRv(1)), .. }));
+    // A name defined again is a new random variable; later uses see the latest.
+    assert!(matches!(&t.insts[4], Inst::Split { outs, loop_: LoopRv(1), .. } if outs == &[LoopRv(4), LoopRv(5)]));
+    assert_eq!(t.insts[5], Inst::Unroll { loop_: LoopRv(4) });
+    assert_eq!(t.to_string(), text);
+    assert_eq!(t.name(LoopRv(5)), "i1");
+    // The JSON form keeps the names.
+    assert_eq!(Trace::from_json(&t.to_json()).expect("json"), Trace { lines: Vec::new(), ..t.clone() });
+}
+
+#[test]
+fn json_with_an_unnamed_random_variable_is_refused() {
+    let t = parse_trace("b = get_block(\"C\")\ni, j, k = get_loops(b)\nunroll(i)\n").expect("parses");
+    let json = t.to_json().replace(r#""loop":1"#, r#""loop":7"#);
+    let e = Trace::from_json(&json).expect_err("id 7 has no name").to_string();
+    assert!(e.contains("instruction 2 (`unroll`) refers to random variable 7, but only 4 are named"), "{e}");
+}
+
+#[test]
+fn traces_built_with_typed_ids_print_and_replay() {
+    let mut t = Trace::default();
+    let b = t.new_block("b");
+    let loops: Vec<LoopRv> = ["i", "j", "k"].iter().map(|n| t.new_loop(*n)).collect();
+    let f = t.new_value("f");
+    let (j0, j1) = (t.new_loop("j0"), t.new_loop("j1"));
+    t.insts = vec![
+        Inst::GetBlock { out: b, name: "C".into() },
+        Inst::GetLoops { outs: loops.clone(), block: b },
+        Inst::SampleCategorical {
+            out: f,
+            candidates: vec![Cand::Int(4), Cand::Int(8)],
+            probs: vec![0.5, 0.5],
+            decision: Some(1),
+        },
+        Inst::Split { outs: vec![j0, j1], loop_: loops[1], factors: vec![None, Some(TExpr::Rv(f))] },
+        Inst::Vectorize { loop_: j1, tail: Choice::Lit(crate::ir::Tail::Peel) },
+    ];
+    let text = t.to_string();
+    assert!(text.contains("j0, j1 = split(j, factors=[None, f])\nvectorize(j1, tail=\"peel\")\n"), "{text}");
+    let mut a = nest("matmul:M=16,N=20,K=8", VectorCaps::sve_any());
+    let env = t.apply(&mut a).expect("applies");
+    assert!(env.loop_(j1).is_some() && env.block(b).is_some() && env.loop_(LoopRv(b.0)).is_none());
+    assert_eq!(env.value(f), Some(&Value::Expr(crate::expr::Expr::Int(8))));
+    let mut p = nest("matmul:M=16,N=20,K=8", VectorCaps::sve_any());
+    parse_trace(&text).expect("parses").apply(&mut p).expect("replays");
+    assert_eq!(p.to_string(), a.to_string());
+}

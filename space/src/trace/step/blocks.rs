@@ -2,22 +2,23 @@
 
 use super::{Stepped, PLAIN};
 use crate::ir::Nest;
-use crate::trace::apply::{Env, Rv, TraceError};
+use crate::trace::apply::Env;
+use crate::trace::{BlockRv, LoopRv, TraceError, Value};
 
 /// `c = cache_read(block, "B", at=loop, layout=[1, 0])`.
 pub(super) fn cache_read(
     env: &mut Env,
     nest: &mut Nest,
-    out: &str,
-    block: &str,
+    out: BlockRv,
+    block: BlockRv,
     tensor: &str,
-    at: &str,
+    at: LoopRv,
     layout: Option<&[usize]>,
 ) -> Result<Stepped, TraceError> {
     let b = env.block(block)?;
     let a = env.loop_(at)?;
     let c = nest.cache_read(b, tensor, a, layout).map_err(|e| env.sched(e))?;
-    env.vars.insert(out.to_string(), Rv::Block(c));
+    env.bind(out, Value::Block(c));
     Ok(PLAIN)
 }
 
@@ -25,19 +26,19 @@ pub(super) fn cache_read(
 pub(super) fn cache_write(
     env: &mut Env,
     nest: &mut Nest,
-    out: &str,
-    block: &str,
-    at: &str,
+    out: BlockRv,
+    block: BlockRv,
+    at: LoopRv,
 ) -> Result<Stepped, TraceError> {
     let b = env.block(block)?;
     let a = env.loop_(at)?;
     let w = nest.cache_write(b, a).map_err(|e| env.sched(e))?;
-    env.vars.insert(out.to_string(), Rv::Block(w));
+    env.bind(out, Value::Block(w));
     Ok(PLAIN)
 }
 
 /// `compute_at(block, loop)`.
-pub(super) fn compute_at(env: &mut Env, nest: &mut Nest, block: &str, loop_: &str) -> Result<Stepped, TraceError> {
+pub(super) fn compute_at(env: &mut Env, nest: &mut Nest, block: BlockRv, loop_: LoopRv) -> Result<Stepped, TraceError> {
     let b = env.block(block)?;
     let l = env.loop_(loop_)?;
     nest.compute_at(b, l).map_err(|e| env.sched(e))?;
@@ -48,13 +49,13 @@ pub(super) fn compute_at(env: &mut Env, nest: &mut Nest, block: &str, loop_: &st
 pub(super) fn decompose_reduction(
     env: &mut Env,
     nest: &mut Nest,
-    out: &str,
-    block: &str,
-    loop_: &str,
+    out: BlockRv,
+    block: BlockRv,
+    loop_: LoopRv,
 ) -> Result<Stepped, TraceError> {
     let b = env.block(block)?;
     let l = env.loop_(loop_)?;
     let i = nest.decompose_reduction(b, l).map_err(|e| env.sched(e))?;
-    env.vars.insert(out.to_string(), Rv::Block(i));
+    env.bind(out, Value::Block(i));
     Ok(PLAIN)
 }

@@ -2,17 +2,23 @@
 
 use super::{Stepped, PLAIN};
 use crate::ir::Nest;
-use crate::trace::apply::{Env, Rv, TraceError, TraceErrorKind};
+use crate::trace::apply::Env;
+use crate::trace::{BlockRv, LoopRv, TraceError, TraceErrorKind, Value};
 
 /// `out = get_block("NAME")`.
-pub(super) fn get_block(env: &mut Env, nest: &mut Nest, out: &str, name: &str) -> Result<Stepped, TraceError> {
+pub(super) fn get_block(env: &mut Env, nest: &mut Nest, out: BlockRv, name: &str) -> Result<Stepped, TraceError> {
     let b = nest.get_block(name).map_err(|e| env.sched(e))?;
-    env.vars.insert(out.to_string(), Rv::Block(b));
+    env.bind(out, Value::Block(b));
     Ok(PLAIN)
 }
 
-/// `a, b, c = get_loops(block)`: one name per enclosing loop, outermost first.
-pub(super) fn get_loops(env: &mut Env, nest: &mut Nest, outs: &[String], block: &str) -> Result<Stepped, TraceError> {
+/// `a, b, c = get_loops(block)`: one result per enclosing loop, outermost first.
+pub(super) fn get_loops(
+    env: &mut Env,
+    nest: &mut Nest,
+    outs: &[LoopRv],
+    block: BlockRv,
+) -> Result<Stepped, TraceError> {
     let b = env.block(block)?;
     let loops = nest.get_loops(b).map_err(|e| env.sched(e))?;
     if loops.len() != outs.len() {
@@ -22,7 +28,7 @@ pub(super) fn get_loops(env: &mut Env, nest: &mut Nest, outs: &[String], block: 
         ));
     }
     for (o, l) in outs.iter().zip(loops) {
-        env.vars.insert(o.clone(), Rv::Loop(l));
+        env.bind(*o, Value::Loop(l));
     }
     Ok(PLAIN)
 }

@@ -3,8 +3,8 @@
 use super::Stepped;
 use crate::expr::Expr;
 use crate::sample::{check_categorical, sample_categorical};
-use crate::trace::apply::{Env, Rv, TraceError, TraceErrorKind};
-use crate::trace::{Cand, Inst};
+use crate::trace::apply::Env;
+use crate::trace::{Cand, Inst, TraceError, TraceErrorKind, Value};
 use rand_chacha::ChaCha8Rng;
 
 /// `t = sample_categorical(candidates=["predicate", "peel"], probs=[0.5, 0.5], decision=1)`.
@@ -21,11 +21,11 @@ pub(super) fn step(env: &mut Env, rng: Option<&mut ChaCha8Rng>) -> Result<Steppe
         (None, None) => return Err(env.no_decision()),
     };
     let v = match &candidates[d] {
-        Cand::Int(i) => Rv::Expr(Expr::Int(*i)),
-        Cand::Tail(t) => Rv::Tail(*t),
-        Cand::Kind(k) => Rv::Kind(*k),
+        Cand::Int(i) => Value::Expr(Expr::Int(*i)),
+        Cand::Tail(t) => Value::Tail(*t),
+        Cand::Kind(k) => Value::Kind(*k),
     };
-    env.vars.insert(out.clone(), v);
+    env.bind(*out, v);
     let size = probs.iter().filter(|p| **p > 0.0).count() as u128;
     let mut inst = env.inst.clone();
     if let Inst::SampleCategorical { decision, .. } = &mut inst {

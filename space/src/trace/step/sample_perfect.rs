@@ -5,8 +5,8 @@ use crate::expr::{simplify, Expr};
 use crate::ids::LoopId;
 use crate::ir::Nest;
 use crate::sample::{count_perfect, perfect_domain_ok, sample_perfect};
-use crate::trace::apply::{Env, Rv, TraceError, TraceErrorKind};
-use crate::trace::Inst;
+use crate::trace::apply::Env;
+use crate::trace::{Inst, TraceError, TraceErrorKind, Value};
 use rand_chacha::ChaCha8Rng;
 
 /// The extent of a loop as a constant under the nest's vscale domain, if it is one.
@@ -23,7 +23,7 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
     let Inst::SamplePerfectTile { outs, loop_, n, max_innermost_factor, decision } = env.inst else {
         return Err(env.err(TraceErrorKind::WrongKind, "not a sample_perfect_tile instruction".into()));
     };
-    let l = env.loop_(loop_)?;
+    let l = env.loop_(*loop_)?;
     let Some(extent) = const_extent(nest, l) else {
         return Err(env.err(
             TraceErrorKind::Sample,
@@ -43,7 +43,7 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
         (None, None) => return Err(env.no_decision()),
     };
     for (o, f) in outs.iter().zip(&d) {
-        env.vars.insert(o.clone(), Rv::Expr(Expr::Int(*f)));
+        env.bind(*o, Value::Expr(Expr::Int(*f)));
     }
     let size = count_perfect(extent, *n, *max_innermost_factor);
     let mut inst = env.inst.clone();

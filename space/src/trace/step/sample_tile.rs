@@ -5,17 +5,17 @@ use crate::expr::{simplify, Expr};
 use crate::ids::LoopId;
 use crate::ir::Nest;
 use crate::sample::{lanes_per_granule, TileChoice, TileDomain};
-use crate::trace::apply::{Env, Rv, TraceError, TraceErrorKind};
-use crate::trace::Inst;
+use crate::trace::apply::Env;
+use crate::trace::{Inst, TraceError, TraceErrorKind, Value, ValueRv};
 use rand_chacha::ChaCha8Rng;
 
 /// Binds tile factors (outermost = ceildiv of the extent by the others).
-fn bind_tile(env: &mut Env, nest: &Nest, l: LoopId, outs: &[String], inner: &[TileChoice]) {
+fn bind_tile(env: &mut Env, nest: &Nest, l: LoopId, outs: &[ValueRv], inner: &[TileChoice]) {
     let prod = inner.iter().fold(Expr::Int(1), |a, c| a * c.expr());
     let outer = simplify(&nest.extent(l).clone().ceildiv(prod), nest);
-    env.vars.insert(outs[0].clone(), Rv::Expr(outer));
+    env.bind(outs[0], Value::Expr(outer));
     for (o, c) in outs[1..].iter().zip(inner) {
-        env.vars.insert(o.clone(), Rv::Expr(simplify(&c.expr(), nest)));
+        env.bind(*o, Value::Expr(simplify(&c.expr(), nest)));
     }
 }
 
@@ -30,7 +30,7 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
         }
         _ => return Err(env.err(TraceErrorKind::WrongKind, "not a scalable or mixed tiling instruction".into())),
     };
-    let l = env.loop_(loop_)?;
+    let l = env.loop_(*loop_)?;
     let lanes = lanes_per_granule(&nest.caps, nest.widest_bits(l));
     let domain = TileDomain { n, lanes, max_fixed, max_vscale, mixed };
     let d: Vec<TileChoice> = match (decision, rng) {
@@ -39,6 +39,7 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
                 .iter()
                 .map(|e| {
                     TileChoice::from_texpr(e).ok_or_else(|| {
+                        let e = e.named(env.names);
                         env.err(TraceErrorKind::Sample, format!("decision entry `{e}` is not `c` or `c*vscale`"))
                     })
                 })
