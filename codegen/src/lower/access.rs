@@ -33,7 +33,7 @@ impl Lowerer {
                     return Err(self.unsupported(format!("variable `{}` used outside its loop", self.nest.var(*v).name)))
                 }
             },
-            Expr::Add(a, b) => self.bin_index(BinOp::Add, a, b)?,
+            Expr::Add(..) => self.sum_index(e)?,
             Expr::Sub(a, b) => self.bin_index(BinOp::Sub, a, b)?,
             Expr::Mul(a, b) => self.bin_index(BinOp::Mul, a, b)?,
             Expr::FloorDiv(a, b) => self.bin_index(BinOp::FloorDiv, a, b)?,
@@ -55,6 +55,26 @@ impl Lowerer {
                 self.b.emit(Op::Cast(v, Elem::Index))
             }
         })
+    }
+
+    /// Emits a sum with its terms ordered from the outermost loop's variable
+    /// to the innermost (constants and `vscale` first): LLVM's reassociation
+    /// then has nothing to regroup, so the address stays `invariant + iv`
+    /// (an `or disjoint` that SCEV reads as an add) and strength reduction
+    /// turns it into a pointer increment instead of recomputing it per access.
+    fn sum_index(&mut self, e: &Expr) -> Result<Reg> {
+        let mut terms = Vec::new();
+        flatten_sum(e, &mut terms);
+        let mut emitted = Vec::with_capacity(terms.len());
+        for t in terms {
+            let depth = t.vars().into_iter().filter_map(|v| self.vars.get(&v).map(|r| r.0)).max();
+            emitted.push((depth, self.index(t)?));
+        }
+        // Stable: terms at one depth keep their order.
+        emitted.sort_by_key(|(depth, _)| *depth);
+        let mut regs = emitted.into_iter().map(|(_, r)| r);
+        let first = regs.next().expect("a sum has two terms");
+        Ok(regs.fold(first, |acc, r| self.b.bin(BinOp::Add, acc, r)))
     }
 
     fn bin_index(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Reg> {
@@ -159,5 +179,16 @@ impl Lowerer {
     /// The dtype of a tensor.
     pub fn dtype(&self, t: TensorId) -> DType {
         self.nest.tensor(t).dtype
+    }
+}
+
+/// The terms of a (nested) sum, left to right.
+fn flatten_sum<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Add(a, b) => {
+            flatten_sum(a, out);
+            flatten_sum(b, out);
+        }
+        _ => out.push(e),
     }
 }
