@@ -147,6 +147,7 @@ fn main() {
         min_repeat_ms: 20,
         flush_cache: false,
         pin_core: None,
+        threads: Some(1),
     };
     let native = NativeRunner::new(protocol).with_timeout(Duration::from_secs(120));
     let qemu = QemuRunner::emulating_host().with_timeout(Duration::from_secs(600));

@@ -9,7 +9,15 @@ use scaletune_measure::{ArtifactCache, Built, Candidate, LlvmBuilder, NativeRunn
 use std::sync::Arc;
 
 fn quick() -> TimingProtocol {
-    TimingProtocol { warmup: 1, number: 1, repeat: 3, min_repeat_ms: 1, flush_cache: false, pin_core: None }
+    TimingProtocol {
+        warmup: 1,
+        number: 1,
+        repeat: 3,
+        min_repeat_ms: 1,
+        flush_cache: false,
+        pin_core: None,
+        threads: None,
+    }
 }
 
 #[test]

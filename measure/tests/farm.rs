@@ -28,7 +28,15 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::Duration;
 
 fn quick() -> TimingProtocol {
-    TimingProtocol { warmup: 1, number: 1, repeat: 3, min_repeat_ms: 2, flush_cache: false, pin_core: None }
+    TimingProtocol {
+        warmup: 1,
+        number: 1,
+        repeat: 3,
+        min_repeat_ms: 2,
+        flush_cache: false,
+        pin_core: None,
+        threads: None,
+    }
 }
 
 fn natives(n: usize, protocol: TimingProtocol) -> Vec<Arc<dyn Runner>> {

@@ -11,7 +11,15 @@ use std::time::{Duration, Instant};
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn quick() -> TimingProtocol {
-    TimingProtocol { warmup: 1, number: 1, repeat: 5, min_repeat_ms: 5, flush_cache: false, pin_core: None }
+    TimingProtocol {
+        warmup: 1,
+        number: 1,
+        repeat: 5,
+        min_repeat_ms: 5,
+        flush_cache: false,
+        pin_core: None,
+        threads: None,
+    }
 }
 
 #[test]
@@ -41,7 +49,15 @@ fn timing_follows_the_protocol() {
 fn min_repeat_zero_keeps_number_and_flush_and_pin_work() {
     let (w, t) = (workload("scale_add:N=1000"), target("host"));
     let built = crafted_built(0, &w, &t, &scale_add_c(1000, ""), TIMEOUT);
-    let p = TimingProtocol { warmup: 0, number: 3, repeat: 4, min_repeat_ms: 0, flush_cache: true, pin_core: Some(0) };
+    let p = TimingProtocol {
+        warmup: 0,
+        number: 3,
+        repeat: 4,
+        min_repeat_ms: 0,
+        flush_cache: true,
+        pin_core: Some(0),
+        threads: None,
+    };
     let m = NativeRunner::new(p).measure(&built, t.default_vl_bits[0]);
     assert_eq!(m.status, Status::Ok, "{}", m.message);
     let timing = m.timing.expect("a timing");
@@ -138,7 +154,15 @@ fn the_timing_mode_works_under_qemu_too() {
     // Emulated time is meaningless, but the protocol must not break the driver there.
     let (w, t) = (workload("scale_add:N=100"), target("rvv"));
     let built = crafted_built(0, &w, &t, &scale_add_c(100, ""), TIMEOUT);
-    let p = TimingProtocol { warmup: 1, number: 2, repeat: 3, min_repeat_ms: 0, flush_cache: false, pin_core: None };
+    let p = TimingProtocol {
+        warmup: 1,
+        number: 2,
+        repeat: 3,
+        min_repeat_ms: 0,
+        flush_cache: false,
+        pin_core: None,
+        threads: None,
+    };
     let opts = RunOptions { driver_args: driver_args(&p).expect("valid"), ..RunOptions::default() };
     let (check, out) = scaletune_measure::run_with(&built.harness, 256, &opts);
     assert_eq!(check.status, Status::Ok, "{}", check.message);

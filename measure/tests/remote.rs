@@ -33,12 +33,20 @@ fn token() -> Token {
 }
 
 fn quick() -> TimingProtocol {
-    TimingProtocol { warmup: 1, number: 1, repeat: 3, min_repeat_ms: 2, flush_cache: false, pin_core: None }
+    TimingProtocol {
+        warmup: 1,
+        number: 1,
+        repeat: 3,
+        min_repeat_ms: 2,
+        flush_cache: false,
+        pin_core: None,
+        threads: None,
+    }
 }
 
 /// One checked call and `repeat` timed calls, nothing else: a run of a kernel that sleeps takes a known time.
 fn calls(repeat: u32) -> TimingProtocol {
-    TimingProtocol { warmup: 0, number: 1, repeat, min_repeat_ms: 0, flush_cache: false, pin_core: None }
+    TimingProtocol { warmup: 0, number: 1, repeat, min_repeat_ms: 0, flush_cache: false, pin_core: None, threads: None }
 }
 
 /// An agent serving on its own runtime.

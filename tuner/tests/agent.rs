@@ -51,7 +51,15 @@ fn start_agent(token_file: &std::path::Path) -> (AgentProcess, String) {
 }
 
 fn quick() -> TimingProtocol {
-    TimingProtocol { warmup: 1, number: 1, repeat: 3, min_repeat_ms: 2, flush_cache: false, pin_core: None }
+    TimingProtocol {
+        warmup: 1,
+        number: 1,
+        repeat: 3,
+        min_repeat_ms: 2,
+        flush_cache: false,
+        pin_core: None,
+        threads: None,
+    }
 }
 
 #[test]

@@ -54,7 +54,8 @@ pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<Vl
                 .current_dir(dir.path())
                 .env_clear()
                 .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-                .env("LC_ALL", "C");
+                .env("LC_ALL", "C")
+                .envs(req.protocol.thread_env());
             let raw = run_with_timeout(cmd, timeout);
             let text_busy = matches!(&raw.ending, Ending::Failed(m) if m.contains("os error 26"));
             if !text_busy || attempt >= TEXT_BUSY_RETRIES {

@@ -148,8 +148,15 @@ mod tests {
 
     #[test]
     fn protocol_becomes_driver_options() {
-        let p =
-            TimingProtocol { warmup: 3, number: 5, repeat: 7, min_repeat_ms: 20, flush_cache: true, pin_core: Some(1) };
+        let p = TimingProtocol {
+            warmup: 3,
+            number: 5,
+            repeat: 7,
+            min_repeat_ms: 20,
+            flush_cache: true,
+            pin_core: Some(1),
+            threads: None,
+        };
         let args = driver_args(&p).expect("valid");
         assert_eq!(args.join(" "), "--warmup 3 --number 5 --repeat 7 --min-repeat-ms 20 --flush-cache --pin-core 1");
         assert!(driver_args(&protocol(0)).is_err());

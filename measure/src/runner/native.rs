@@ -82,7 +82,8 @@ impl NativeRunner {
                 return m;
             }
         };
-        let opts = RunOptions { driver_args, timeout: self.timeout, ..RunOptions::default() };
+        let env = self.protocol.thread_env().into_iter().collect();
+        let opts = RunOptions { driver_args, timeout: self.timeout, env, ..RunOptions::default() };
         let (check, output) = super::exec::run_with(&built.harness, vl_bits, &opts);
         apply_check(&mut m, &check);
         m.wall_s = check.wall_time.as_secs_f64();

@@ -67,9 +67,7 @@ use std::time::Duration;
 /// The file name of the kernel object in a harness's work directory.
 const KERNEL_OBJECT: &str = "kernel.o";
 
-/// The environment variable the runtime's thread pool reads its thread count
-/// from (`codegen/runtime/scaletune_rt.c`); emulated runs set it to 1.
-pub const THREADS_VAR: &str = "SCALETUNE_NUM_THREADS";
+pub use crate::protocol::THREADS_VAR;
 
 /// Which vector lengths the runner runs a scalable target at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

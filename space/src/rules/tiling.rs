@@ -32,7 +32,7 @@ impl Default for MultiLevelTiling {
 /// Innermost factor of non-vector spatial axes (the unrolled register tile).
 const MAX_REGISTER_TILE: i64 = 8;
 /// Innermost factor of reduction axes.
-const MAX_REDUCTION_INNER: i64 = 16;
+const MAX_REDUCTION_INNER: i64 = 256;
 
 enum VectorAxis {
     Spatial(usize),

@@ -79,6 +79,9 @@ pub struct MeasureArgs {
     /// Pin the measured process to this CPU.
     #[arg(long)]
     pub pin_core: Option<u32>,
+    /// Threads of parallel loops [default: one per CPU].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
     /// Seed of the generated inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -103,6 +106,7 @@ impl MeasureArgs {
             min_repeat_ms: self.min_repeat_ms,
             flush_cache: self.flush_cache,
             pin_core: self.pin_core,
+            threads: self.threads,
         }
     }
 }

@@ -75,6 +75,10 @@ pub struct TuneArgs {
     /// Timeout of each run in seconds.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
+    /// Threads of parallel loops in timed runs [default: one per CPU];
+    /// `--threads 1` tunes single-threaded code. Part of each record's runner.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
     /// Continue job JOB (its own arguments; re-measures nothing, same seed stream).
     #[arg(long)]
     pub resume: Option<i64>,
@@ -131,6 +135,7 @@ impl TuneArgs {
                 min_repeat_ms: self.min_repeat_ms,
                 flush_cache: false,
                 pin_core: None,
+                threads: self.threads,
             },
             timeout_s: self.timeout,
         })
@@ -247,7 +252,7 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
         setup.tasks.len(),
         target.name,
         target.vector_summary(),
-        runner.name(),
+        cfg.runner_label(),
         cfg.objective.kind.name(),
         cfg.strategy.name(),
         cfg.trials,
@@ -260,13 +265,14 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
     builder = builder.with_cache(cache);
     let farm = Farm::new(Arc::new(builder), cfg.builders, runner_list);
+    let runner_label = cfg.runner_label();
     let (interrupt, code) = interrupts(rt);
     let lp = job::Loop {
         db: &db,
         job: job_id,
         rows: setup.rows.clone(),
         farm: &farm,
-        runner: runner.name(),
+        runner: &runner_label,
         objective: &cfg.objective,
         strategy: cfg.strategy.build(),
         seed: cfg.seed,

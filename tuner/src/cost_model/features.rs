@@ -14,7 +14,7 @@ use scaletune_space::workload::Workload;
 use std::collections::HashMap;
 
 /// Names of the features, in vector order (for reports and debugging).
-pub const NAMES: [&str; 30] = [
+pub const NAMES: [&str; 33] = [
     "kind_neon",
     "kind_sve_vls",
     "kind_sve_vla",
@@ -45,6 +45,9 @@ pub const NAMES: [&str; 30] = [
     "arith_per_byte",
     "log2_local_bytes",
     "log2_inner_working_set",
+    "hot_accumulators",
+    "hot_loads_per_mul",
+    "log2_hot_trip",
 ];
 
 /// Number of features.
@@ -75,6 +78,46 @@ struct Counts {
     parallel_extent: f64,
     /// Bytes touched by one iteration of the innermost loops (the register/L1 working set).
     inner_working_set: f64,
+    /// The innermost loop that executes the most float multiplies (the micro-kernel).
+    hot: Hot,
+}
+
+/// The register-level shape of the innermost loop doing most of the arithmetic.
+#[derive(Default)]
+struct Hot {
+    /// Float multiplies (FMAs once contracted) this loop executes in all.
+    muls: f64,
+    /// Vector registers carried from one iteration to the next (accumulators
+    /// of a register tile): read in the body before being assigned in it.
+    accumulators: f64,
+    /// Loads (vector, scalar and gathers) per float multiply in one iteration.
+    loads_per_mul: f64,
+    /// The loop's trip count.
+    trip: f64,
+}
+
+/// Counts the register-level shape of one innermost loop body (see [`Hot`]).
+fn hot_shape(prog: &Program, body: &[Stmt]) -> (f64, f64, f64) {
+    let mut read = std::collections::HashSet::new();
+    let mut carried = std::collections::HashSet::new();
+    let (mut muls, mut loads) = (0.0, 0.0);
+    for s in body {
+        match s {
+            Stmt::Assign { dst, op } => {
+                match op {
+                    Op::Bin(BinOp::Mul, ..) | Op::Fma(..) if prog.ty(*dst).elem.is_float() => muls += 1.0,
+                    Op::Load { .. } | Op::VLoad { .. } | Op::Gather { .. } => loads += 1.0,
+                    _ => {}
+                }
+                read.extend(op.operands());
+                if prog.ty(*dst).is_vector() && read.contains(dst) {
+                    carried.insert(*dst);
+                }
+            }
+            other => read.extend(other.operands()),
+        }
+    }
+    (muls, carried.len() as f64, loads)
 }
 
 struct Walk<'a> {
@@ -220,6 +263,10 @@ impl Walk<'_> {
                     self.c.loop_iterations += w * trip;
                     let inner = self.body(body, w * trip, depth + 1);
                     if !body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
+                        let (muls, accumulators, loads) = hot_shape(self.prog, body);
+                        if muls > 0.0 && w * trip * muls > self.c.hot.muls {
+                            self.c.hot = Hot { muls: w * trip * muls, accumulators, loads_per_mul: loads / muls, trip };
+                        }
                         self.c.innermost_trip = self.c.innermost_trip.max(trip);
                         self.c.inner_working_set = self.c.inner_working_set.max(inner * trip);
                     }
@@ -303,6 +350,9 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
         (flops / c.bytes_moved.max(1.0)) as f32,
         log2p(local_bytes),
         log2p(c.inner_working_set),
+        c.hot.accumulators as f32,
+        c.hot.loads_per_mul as f32,
+        log2p(c.hot.trip),
     ];
     debug_assert_eq!(f.len(), N_FEATURES);
     f
@@ -339,6 +389,28 @@ mod tests {
         assert_eq!(at512["log2_float_mul"], log2p(64.0 * 4.0 * 32.0));
         assert!(at128["log2_masked_loads"] > 0.0, "predicated tail: masked loads");
         assert_eq!(at128["log2_gathers"], 0.0);
+    }
+
+    #[test]
+    fn the_hot_loop_shows_the_register_tile() {
+        // 4 rows unrolled x one vector of columns, the reduction outside them:
+        // four accumulators, each k step loading 4 A scalars and 4 B vectors
+        // (one per row, as lowered) for 4 multiplies.
+        let tiled = "use_vectors(\"sve-vla\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                     i0, i1 = split(i, factors=[None, 4])\nj0, j1 = split(j, factors=[None, 4*vscale])\n\
+                     reorder(i0, j0, k, i1, j1)\nunroll(i1)\nvectorize(j1, tail=\"predicate\")\n";
+        let f = feature_map(tiled, 128);
+        assert_eq!(f["hot_accumulators"], 4.0);
+        assert_eq!(f["log2_hot_trip"], log2p(32.0));
+        // One row at a time, the reduction innermost: one accumulator.
+        let g = feature_map(VLA, 128);
+        assert_eq!(g["hot_accumulators"], 1.0);
+        assert!(
+            f["hot_loads_per_mul"] <= g["hot_loads_per_mul"],
+            "{} vs {}",
+            f["hot_loads_per_mul"],
+            g["hot_loads_per_mul"]
+        );
     }
 
     #[test]

@@ -63,6 +63,17 @@ pub struct JobConfig {
 }
 
 impl JobConfig {
+    /// The runner as recorded in each record's key: the runner kind, plus
+    /// the thread count when it is fixed (`native-1t`), since a parallel
+    /// schedule timed on one thread is a different measurement. QEMU runs
+    /// always use one thread.
+    pub fn runner_label(&self) -> String {
+        match self.protocol.threads {
+            Some(n) if self.runner != RunnerKind::Qemu => format!("{}-{n}t", self.runner.name()),
+            _ => self.runner.name().to_string(),
+        }
+    }
+
     /// The default objective of a runner: time on real machines, estimated cycles under QEMU.
     pub fn default_objective(runner: RunnerKind) -> ObjectiveKind {
         match runner {
@@ -100,7 +111,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
         let mut task = Task::new(idx, Arc::new(w), Arc::clone(&target), *weight, vls, space);
         let vl_set = store::vl_set(&task.vls);
         for rec in db.workload_records(&workload_row.hash)? {
-            if rec.target_hash != target_row.hash || rec.runner != cfg.runner.name() || rec.vl_set != vl_set {
+            if rec.target_hash != target_row.hash || rec.runner != cfg.runner_label() || rec.vl_set != vl_set {
                 continue;
             }
             task.measured.insert(rec.trace.clone());
