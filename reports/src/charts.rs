@@ -77,7 +77,13 @@ fn span(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     if from_zero {
         lo = lo.min(0.0);
     }
-    let pad = if hi > lo { (hi - lo) * 0.06 } else { hi.abs().max(1.0) * 0.5 };
+    let pad = if hi > lo {
+        (hi - lo) * 0.06
+    } else if hi != 0.0 {
+        hi.abs() * 0.5
+    } else {
+        1.0
+    };
     (if from_zero && lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
 }
 
