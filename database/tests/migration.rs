@@ -52,7 +52,8 @@ fn a_version_1_database_migrates_with_its_data_and_new_columns_null() {
     assert!(report.ok(), "{report}");
     assert_eq!(report.schema_version, 2);
     let records = db.all_records().expect("records");
-    let seen: Vec<(i64, &str, &str, Option<f64>, Option<&str>, Option<f64>)> = records
+    type Seen<'a> = (i64, &'a str, &'a str, Option<f64>, Option<&'a str>, Option<f64>);
+    let seen: Vec<Seen<'_>> = records
         .iter()
         .map(|r| (r.trial_idx, r.trace.as_str(), r.status.as_str(), r.objective, r.vector_kind.as_deref(), r.predicted))
         .collect();

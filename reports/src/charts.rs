@@ -91,7 +91,7 @@ fn span(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
 pub fn axis_number(x: f64) -> String {
     let a = x.abs();
     match a {
-        a if a == 0.0 => "0".into(),
+        0.0 => "0".into(),
         a if a >= 1e9 => format!("{:.3}G", x / 1e9),
         a if a >= 1e6 => format!("{:.3}M", x / 1e6),
         a if a >= 1e4 => format!("{:.1}k", x / 1e3),
