@@ -3,11 +3,13 @@
 # Debian packages the project needs (LLVM 19 for code generation, llvm-mca-19
 # and llvm-objdump-19 for estimated cycles, cross toolchains and QEMU user mode
 # for running AArch64 / RISC-V kernels; the QEMU runner's TCG plugin is built
-# on first use with the system C compiler, else clang-19).
+# on first use with the system C compiler, else clang-19; DejaVu Sans is the
+# font of the report's charts, Chromium renders the report in its tests).
 APT_PACKAGES := llvm-19-dev llvm-19 lld-19 clang-19 qemu-user \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
 	gcc-riscv64-linux-gnu libc6-dev-riscv64-cross \
-	libopenblas-dev protobuf-compiler zlib1g-dev libzstd-dev libpolly-19-dev
+	libopenblas-dev protobuf-compiler zlib1g-dev libzstd-dev libpolly-19-dev \
+	fonts-dejavu-core chromium
 
 CARGO ?= cargo
 SCALETUNE := target/release/scaletune
@@ -45,7 +47,7 @@ lint: deps
 ## scale_add at four SVE vector lengths under QEMU, sample and check schedules,
 ## time a parallel matmul, measure emulated instruction counts at three VLs,
 ## run a short tuning job natively and under QEMU into $(DEMO_DIR)/scaletune.db;
-## writes $(DEMO_DIR)/report.md
+## writes $(DEMO_DIR)/report.md and the HTML report $(DEMO_DIR)/report/index.html
 demo: build
 	@sh scripts/demo.sh $(SCALETUNE) $(DEMO_DIR)
 

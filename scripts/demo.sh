@@ -71,6 +71,8 @@ steps() {
       --db "$OUT/scaletune.db" --seed 1
   run db stats --db "$OUT/scaletune.db"
   run db best matmul:M=256,N=256,K=256 --target host --db "$OUT/scaletune.db"
+  echo "## 8. The HTML report of the tuning database (open $OUT/report/index.html)"
+  run report --db "$OUT/scaletune.db" --out "$OUT/report"
   echo '```'
 }
 

@@ -13,6 +13,9 @@ use std::io::{BufRead, Write};
 #[derive(Serialize, Deserialize)]
 struct Line {
     workload: String,
+    /// The workload's floating-point operations (absent in exports of schema version 1).
+    #[serde(default)]
+    workload_flops: Option<f64>,
     target_name: String,
     target: String,
     job: Option<Job>,
@@ -33,13 +36,14 @@ impl Database {
     /// Writes every record as one JSON object per line, oldest first.
     pub fn export_jsonl(&self, out: &mut impl Write) -> Result<usize, DbError> {
         let io = |error| DbError::Io { file: "export".into(), error };
-        let mut defs: HashMap<i64, String> = HashMap::new();
+        let mut defs: HashMap<i64, (String, Option<f64>)> = HashMap::new();
         let mut targets: HashMap<i64, (String, String)> = HashMap::new();
         let mut jobs: HashMap<i64, Option<Job>> = HashMap::new();
         let records: Vec<Record> = self.all_records()?;
         for r in &records {
             if let Entry::Vacant(e) = defs.entry(r.workload_id) {
-                e.insert(self.workload_definition(r.workload_id)?.unwrap_or_default());
+                let w = self.workload(r.workload_id)?;
+                e.insert(w.map(|w| (w.definition, w.flops)).unwrap_or_default());
             }
             if let Entry::Vacant(e) = targets.entry(r.target_id) {
                 let t = self.conn().query_row(
@@ -64,7 +68,8 @@ impl Database {
             };
             let (target_name, target) = targets[&r.target_id].clone();
             let line = Line {
-                workload: defs[&r.workload_id].clone(),
+                workload: defs[&r.workload_id].0.clone(),
+                workload_flops: defs[&r.workload_id].1,
                 target_name,
                 target,
                 job,
@@ -101,6 +106,9 @@ impl Database {
                 let wh = hash_text(&l.workload);
                 tx.execute("INSERT INTO workloads (definition, hash) VALUES (?1, ?2) ON CONFLICT(hash) DO NOTHING", (&l.workload, &wh))?;
                 let workload_id: i64 = tx.query_row("SELECT id FROM workloads WHERE hash = ?1", [&wh], |r| r.get(0))?;
+                if let Some(flops) = l.workload_flops {
+                    tx.execute("UPDATE workloads SET flops = ?2 WHERE id = ?1 AND flops IS NULL", (workload_id, flops))?;
+                }
                 let th = hash_text(&l.target);
                 tx.execute(
                     "INSERT INTO targets (name, definition, hash) VALUES (?1, ?2, ?3) ON CONFLICT(hash) DO NOTHING",

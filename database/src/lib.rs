@@ -1,4 +1,4 @@
-//! scaletune-database: the tuning database, one SQLite file of workloads, targets, jobs and measured records; the only user of rusqlite.
+//! scaletune-database: the tuning database, one SQLite file of workloads, targets, jobs, measured records and baselines; the only user of rusqlite.
 //!
 //! Every measured candidate is a record, committed as soon as it arrives, and
 //! unique per (workload, target, trace, vector-length set, runner): a
@@ -11,7 +11,9 @@
 //! `IMMEDIATE` transaction, so several processes tuning into one file wait
 //! for each other instead of failing with "database is locked".
 
+mod baselines;
 mod check;
+mod defs;
 mod error;
 mod export;
 mod jobs;
@@ -20,14 +22,16 @@ mod queries;
 mod records;
 mod schema;
 
+pub use baselines::{Baseline, NewBaseline};
 pub use check::CheckReport;
+pub use defs::{TargetRow, WorkloadRow};
 pub use error::DbError;
 pub use export::ImportStats;
 pub use jobs::{Job, JobStatus, NewJob};
 pub use open::{default_path, DB_ENV};
 pub use queries::{RecordFilter, Stats, TaskCount};
 pub use records::{Inserted, NewRecord, Record, RecordKey};
-pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};

@@ -39,6 +39,15 @@ pub struct NewRecord {
     pub build_s: f64,
     /// Seconds spent running.
     pub run_s: f64,
+    /// The kind of vector code the candidate compiled to (`NEON`, `SVE-VLS`,
+    /// `SVE-VLA`, `RVV`, `RVV-VLS`, `AVX2`, `AVX-512`, `SSE`, `SME`, `scalar`);
+    /// `None` for records of schema version 1.
+    #[serde(default)]
+    pub vector_kind: Option<String>,
+    /// The cost model's predicted objective when the candidate was proposed
+    /// (`None` when no model was trained, and for records of schema version 1).
+    #[serde(default)]
+    pub predicted: Option<f64>,
 }
 
 /// A stored record.
@@ -92,7 +101,7 @@ pub struct Inserted {
 
 pub(crate) const RECORD_COLUMNS: &str = "r.id, w.hash, t.hash, t.name, r.created_at, r.job_id, r.workload_id, \
     r.target_id, r.trial_idx, r.space_trace, r.trace, r.trace_hash, r.runner, r.vl_set, r.status, r.message, \
-    r.metrics, r.objective, r.objective_kind, r.build_s, r.run_s";
+    r.metrics, r.objective, r.objective_kind, r.build_s, r.run_s, r.vector_kind, r.predicted";
 
 pub(crate) const RECORD_FROM: &str =
     "records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id";
@@ -121,6 +130,8 @@ pub(crate) fn record_from_row(r: &Row<'_>) -> rusqlite::Result<Record> {
             objective_kind: r.get(18)?,
             build_s: r.get(19)?,
             run_s: r.get(20)?,
+            vector_kind: r.get(21)?,
+            predicted: r.get(22)?,
         },
     })
 }
@@ -131,13 +142,13 @@ pub(crate) fn insert_in(
     created_at: Option<&str>,
 ) -> Result<Inserted, DbError> {
     let created = match created_at {
-        Some(_) => "?17".to_string(),
+        Some(_) => "?19".to_string(),
         None => crate::jobs::NOW.to_string(),
     };
     let sql = format!(
         "INSERT INTO records (job_id, workload_id, target_id, trial_idx, space_trace, trace, trace_hash, runner, \
-         vl_set, status, message, metrics, objective, objective_kind, build_s, run_s, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, {created}) \
+         vl_set, status, message, metrics, objective, objective_kind, build_s, run_s, vector_kind, predicted, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, {created}) \
          ON CONFLICT(workload_id, target_id, trace_hash, vl_set, runner) DO NOTHING"
     );
     let mut params: Vec<&dyn rusqlite::ToSql> = vec![
@@ -157,6 +168,8 @@ pub(crate) fn insert_in(
         &rec.objective_kind,
         &rec.build_s,
         &rec.run_s,
+        &rec.vector_kind,
+        &rec.predicted,
     ];
     if let Some(c) = &created_at {
         params.push(c);

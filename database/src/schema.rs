@@ -57,6 +57,25 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX records_best ON records (workload_id, target_id, status, objective);
     CREATE INDEX records_job ON records (job_id, trial_idx);
     CREATE INDEX records_target ON records (target_id);",
+    // 2: what reports need: each record's vector kind and the cost model's
+    // prediction, each workload's floating-point operations, and baselines
+    // (reference implementations and the default schedule) per task.
+    "ALTER TABLE records ADD COLUMN vector_kind TEXT;
+    ALTER TABLE records ADD COLUMN predicted REAL;
+    ALTER TABLE workloads ADD COLUMN flops REAL;
+    CREATE TABLE baselines (
+        id INTEGER PRIMARY KEY,
+        workload_id INTEGER NOT NULL REFERENCES workloads(id),
+        target_id INTEGER NOT NULL REFERENCES targets(id),
+        name TEXT NOT NULL,
+        runner TEXT NOT NULL,
+        vl_set TEXT NOT NULL,
+        objective REAL,
+        objective_kind TEXT NOT NULL,
+        metrics TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (workload_id, target_id, name, runner, vl_set)
+    );",
 ];
 
 /// The schema version this build writes.

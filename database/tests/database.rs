@@ -25,6 +25,8 @@ fn record(db: &Database, job: Option<i64>, trace: &str, objective: Option<f64>, 
         objective_kind: "time_s".into(),
         build_s: 0.5,
         run_s: 0.25,
+        vector_kind: Some("SVE-VLA".into()),
+        predicted: objective.map(|o| o * 1.5),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use scaletune::commands::{agent, check, compile, db, info, measure, tune};
+use scaletune::commands::{agent, check, compile, db, info, measure, report, tune};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -114,6 +114,8 @@ enum Command {
         #[arg(long)]
         db: Option<PathBuf>,
     },
+    /// Write the HTML report of the tuning database (index.html with inline charts, each chart also as PNG).
+    Report(report::ReportArgs),
     /// Serve this machine to remote runners: run authenticated clients' candidates with the timing protocol.
     Agent(agent::AgentArgs),
 }
@@ -164,6 +166,7 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
         }
         Command::Agent(args) => agent::run(&args, rt)?,
         Command::Tune(args) => return tune::run(&args, rt),
+        Command::Report(args) => print!("{}", report::run(&args)?),
         Command::Db { db, command } => {
             let (text, code) = db::run(&command, db.as_deref())?;
             print!("{text}");

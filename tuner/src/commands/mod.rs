@@ -6,4 +6,5 @@ pub mod compile;
 pub mod db;
 pub mod info;
 pub mod measure;
+pub mod report;
 pub mod tune;

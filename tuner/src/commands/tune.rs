@@ -85,6 +85,9 @@ pub struct TuneArgs {
     /// Directory of the artifact cache [default: scaletune-artifacts in the temporary directory].
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
+    /// Rewrite the job's HTML report into DIR after every batch (see `scaletune report`).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 impl TuneArgs {
@@ -197,6 +200,36 @@ impl Observer for Lines {
     }
 }
 
+/// Rewrites the job's report after every batch around another observer;
+/// a report that cannot be written is a warning, never the job's end.
+struct Reporting<'a> {
+    inner: &'a mut dyn Observer,
+    db: &'a Database,
+    job: i64,
+    out: Option<PathBuf>,
+}
+
+impl Reporting<'_> {
+    fn write(&self) {
+        let Some(out) = &self.out else { return };
+        let filter = scaletune_reports::Filter { job: Some(self.job), ..Default::default() };
+        if let Err(e) = super::report::write(self.db, &filter, out) {
+            eprintln!("warning: the report was not written: {}", format!("{e:#}").replace('\n', " "));
+        }
+    }
+}
+
+impl Observer for Reporting<'_> {
+    fn trial(&mut self, tasks: &[Task], state: &LoopState) {
+        self.inner.trial(tasks, state);
+    }
+
+    fn batch(&mut self, tasks: &[Task], state: &LoopState, task: usize, measured: usize, elapsed: Duration) {
+        self.inner.batch(tasks, state, task, measured, elapsed);
+        self.write();
+    }
+}
+
 /// Listens for Ctrl-C and SIGTERM; returns the notification and the exit status the signal asks for.
 fn interrupts(rt: &Handle) -> (Arc<Notify>, Arc<std::sync::atomic::AtomicU8>) {
     use std::sync::atomic::{AtomicU8, Ordering};
@@ -290,15 +323,22 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let mut obs = Bar { bar: bar.clone(), kind: cfg.objective.kind };
+        let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
         let r = rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs));
         bar.finish_and_clear();
         r
     } else {
         let mut obs = Lines { kind: cfg.objective.kind, trials: cfg.trials };
+        let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
         rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs))
     }?;
     let status = if finished.reason == StopReason::Interrupted { JobStatus::Interrupted } else { JobStatus::Finished };
     db.finish_job(job_id, status, finished.reason.text())?;
+    if let Some(out) = &args.report {
+        let mut quiet = Lines { kind: cfg.objective.kind, trials: cfg.trials };
+        Reporting { inner: &mut quiet, db: &db, job: job_id, out: Some(out.clone()) }.write();
+        println!("report: {}", out.join("index.html").display());
+    }
     let (train, held) = cost_model::split_held_out(&finished.rows);
     let tau = cost_model::held_out_tau(&train, &held, cfg.seed);
     println!(

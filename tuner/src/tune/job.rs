@@ -2,7 +2,7 @@
 
 use super::objective::Objective;
 use super::scheduler;
-use super::store::RecordInput;
+use super::store::{self, RecordInput};
 use super::task::Task;
 use crate::cost_model::{self, CostModel, Row};
 use crate::search::SearchStrategy;
@@ -140,6 +140,7 @@ impl Loop<'_> {
                 exhausted[ti] = true;
                 continue;
             }
+            let predicted = store::predicted_objectives(model.as_ref(), task, &rows, &samples);
             let candidates: Vec<Candidate> = samples
                 .iter()
                 .enumerate()
@@ -174,6 +175,8 @@ impl Loop<'_> {
                     vls: &task.vls,
                     measurement: &m,
                     objective: self.objective,
+                    vector_kind: store::vector_kind(&task.workload, &sample.nest),
+                    predicted: predicted.get(m.candidate as usize).copied().flatten(),
                 }
                 .into_record();
                 let objective = record.objective;

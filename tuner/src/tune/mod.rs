@@ -108,6 +108,9 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
         let space = DesignSpace::generate(&nest);
         let vls = if cfg.vls.is_empty() { target.default_vl_bits.clone() } else { cfg.vls.clone() };
         let workload_row = db.upsert_workload(&store::workload_definition(&w))?;
+        if let Some(flops) = w.flops() {
+            db.set_workload_flops(workload_row.id, flops)?;
+        }
         let mut task = Task::new(idx, Arc::new(w), Arc::clone(&target), *weight, vls, space);
         let vl_set = store::vl_set(&task.vls);
         for rec in db.workload_records(&workload_row.hash)? {

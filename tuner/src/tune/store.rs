@@ -1,10 +1,16 @@
 //! Between the tuner and the tuning database: canonical texts and hashes of workloads and targets, and measurements as records.
 
 use super::objective::Objective;
+use super::task::Task;
+use crate::cost_model::{self, CostModel, Row};
+use scaletune_codegen::pipeline::lower_nest;
 use scaletune_codegen::target::Target;
 use scaletune_database::NewRecord;
 use scaletune_measure::Measurement;
+use scaletune_space::design::Sample;
+use scaletune_space::ir::Nest;
 use scaletune_space::workload::Workload;
+use scaletune_space::VectorKind;
 
 /// The canonical definition of a workload (its whole resolved form, so a
 /// changed statement or shape is another workload).
@@ -51,6 +57,63 @@ pub struct RecordInput<'a> {
     pub measurement: &'a Measurement,
     /// The job's objective.
     pub objective: &'a Objective,
+    /// The kind of vector code ([`vector_kind`]).
+    pub vector_kind: Option<String>,
+    /// The cost model's predicted objective at proposal time.
+    pub predicted: Option<f64>,
+}
+
+/// The label of a vector kind as records and reports show it: `SVE-VLA`
+/// and `RVV-VLA` are length-agnostic code, `SVE-VLS` and `RVV-VLS` code
+/// fixed to one vector length.
+pub fn kind_label(kind: VectorKind) -> &'static str {
+    match kind {
+        VectorKind::Neon => "NEON",
+        VectorKind::Sve => "SVE-VLS",
+        VectorKind::SveVla => "SVE-VLA",
+        VectorKind::Rvv | VectorKind::RvvFixed(_) => "RVV-VLS",
+        VectorKind::RvvVla => "RVV-VLA",
+        VectorKind::Avx512 => "AVX-512",
+        VectorKind::Avx2 => "AVX2",
+        VectorKind::Sse => "SSE",
+    }
+}
+
+/// The kind of vector code a scheduled nest lowers to: `scalar` when its
+/// vector program has no vector register, else the label of the vector kind
+/// the schedule chose (the kind whose capabilities the nest carries).
+/// `None` if the nest does not lower.
+pub fn vector_kind(w: &Workload, nest: &Nest) -> Option<String> {
+    let prog = lower_nest(w, nest).ok()?;
+    if prog.regs.iter().all(|t| t.lanes.is_none()) {
+        return Some("scalar".into());
+    }
+    let kind = nest.kinds.iter().find(|(_, caps)| *caps == nest.caps).map(|(k, _)| *k)?;
+    Some(kind_label(kind).into())
+}
+
+/// The cost model's predicted objective of each sample: the model predicts
+/// `ln(objective)` centred on its task's mean, so the prediction is put
+/// back on the objective's scale with the mean of the task's training rows.
+/// `None` without a model, without rows of the task, or for a sample that
+/// does not lower.
+pub fn predicted_objectives(
+    model: Option<&CostModel>,
+    task: &Task,
+    rows: &[Row],
+    samples: &[Sample],
+) -> Vec<Option<f64>> {
+    let logs: Vec<f64> = rows.iter().filter(|r| r.task == task.idx).map(|r| r.objective.ln()).collect();
+    let (Some(model), false) = (model, logs.is_empty()) else { return vec![None; samples.len()] };
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    samples
+        .iter()
+        .map(|s| {
+            let f = cost_model::sample_features(task, s)?;
+            let p = model.predict(&[f]).first().copied()?;
+            Some((f64::from(p) + mean).exp()).filter(|x| x.is_finite())
+        })
+        .collect()
 }
 
 impl RecordInput<'_> {
@@ -74,6 +137,8 @@ impl RecordInput<'_> {
             objective_kind: self.objective.kind.name().to_string(),
             build_s: m.build_s,
             run_s: m.runs.iter().map(|r| r.wall_s).sum(),
+            vector_kind: self.vector_kind,
+            predicted: self.predicted,
         }
     }
 }
@@ -86,6 +151,25 @@ mod tests {
     fn vl_sets_are_canonical() {
         assert_eq!(vl_set(&[256, 128, 256]), "128,256");
         assert_eq!(vl_set(&[]), "");
+    }
+
+    #[test]
+    fn vector_kinds_come_from_the_lowered_program() {
+        use scaletune_codegen::pipeline::initial_nest;
+        use scaletune_space::trace::parse_trace;
+        let w =
+            scaletune_space::workload::WorkloadRef::parse("matmul:M=16,N=20,K=8").expect("ref").load().expect("loads");
+        let target = Target::load("sve-generic").expect("target");
+        let kind_of = |schedule: &str| {
+            let mut nest = initial_nest(&w, &target);
+            parse_trace(schedule).expect("parses").apply(&mut nest).expect("applies");
+            vector_kind(&w, &nest)
+        };
+        assert_eq!(kind_of("").as_deref(), Some("scalar"));
+        let vla = "use_vectors(\"sve-vla\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 4*vscale])\nreorder(i, j0, k, j1)\nvectorize(j1, tail=\"predicate\")\n";
+        assert_eq!(kind_of(vla).as_deref(), Some("SVE-VLA"));
+        let neon = "use_vectors(\"neon\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 4])\nreorder(i, j0, k, j1)\nvectorize(j1)\n";
+        assert_eq!(kind_of(neon).as_deref(), Some("NEON"));
     }
 
     #[test]
