@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use scaletune::commands::{agent, check, compile, db, info, measure, tune};
+use scaletune::commands::{agent, build, check, compile, db, info, measure, tune};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -41,6 +41,9 @@ enum Command {
         /// Schedule (trace text or JSON).
         #[arg(long, short)]
         schedule: Option<PathBuf>,
+        /// Use the best record of this tuning database instead of --schedule.
+        #[arg(long, conflicts_with = "schedule")]
+        db: Option<PathBuf>,
         /// Outputs (comma-separated).
         #[arg(long, value_enum, default_value = "obj", value_delimiter = ',')]
         emit: Vec<compile::Emit>,
@@ -114,6 +117,8 @@ enum Command {
         #[arg(long)]
         db: Option<PathBuf>,
     },
+    /// Replay the best recorded schedules of a kernel manifest into static libraries, a C header and Rust declarations.
+    Build(build::BuildArgs),
     /// Serve this machine to remote runners: run authenticated clients' candidates with the timing protocol.
     Agent(agent::AgentArgs),
 }
@@ -124,8 +129,8 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
     match cli.command {
         Command::Workloads { name } => print!("{}", info::workloads(name.as_deref())?),
         Command::Targets { name } => print!("{}", info::targets(name.as_deref())?),
-        Command::Compile { workload, target, schedule, emit, out } => {
-            let files = compile::run(&workload, &target, schedule.as_deref(), &emit, &out)
+        Command::Compile { workload, target, schedule, db, emit, out } => {
+            let files = compile::run(&workload, &target, schedule.as_deref(), db.as_deref(), &emit, &out)
                 .with_context(|| format!("compile {workload} for {target}"))?;
             for f in files {
                 println!("wrote {}", f.display());
@@ -163,6 +168,7 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
             return Ok(u8::from(!outcome.passed));
         }
         Command::Agent(args) => agent::run(&args, rt)?,
+        Command::Build(args) => print!("{}", build::run(&args)?),
         Command::Tune(args) => return tune::run(&args, rt),
         Command::Db { db, command } => {
             let (text, code) = db::run(&command, db.as_deref())?;
