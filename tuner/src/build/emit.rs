@@ -60,12 +60,15 @@ fn params(w: &Workload) -> Vec<Param> {
         let t = w.tensor(id);
         let output = t.role == Role::Output;
         let shape: Vec<String> = t.shape.iter().map(i64::to_string).collect();
-        let f16 = if t.dtype == DType::F16 { ", IEEE half bits" } else { "" };
+        let mut note = if t.dtype == DType::F16 { ", IEEE half bits".to_string() } else { String::new() };
+        if let Some((lo, hi)) = t.range {
+            note.push_str(&format!(", every value in [{lo}, {hi})"));
+        }
         out.push(Param {
             name: t.name.clone(),
             c: format!("{}{} *", if output { "" } else { "const " }, c_elem(t.dtype)),
             rust: format!("{} {}", if output { "*mut" } else { "*const" }, rust_elem(t.dtype)),
-            about: format!("{}[{}] {}{f16}", t.dtype, shape.join(", "), if output { "output" } else { "input" }),
+            about: format!("{}[{}] {}{}", t.dtype, shape.join(", "), if output { "output" } else { "input" }, note),
         });
     }
     for s in &w.scalars {

@@ -112,12 +112,14 @@ fn pinned(db: &Database, k: &KernelSpec, id: i64, wh: &str, th: &str) -> Result<
         ),
     };
     if r.workload_hash != wh || r.target_hash != th {
+        // Say what differs where the names agree (the same reference under another definition).
         let why = [
-            (r.workload_hash != wh).then(|| workload_difference(db, &r, &k.workload)),
-            (r.target_hash != th).then(|| target_difference(db, &r, &k.target)),
+            (r.workload_hash != wh && record_workload(db, &r) == k.workload.reference())
+                .then(|| workload_difference(db, &r, &k.workload)),
+            (r.target_hash != th && r.target_name == k.target.name).then(|| target_difference(db, &r, &k.target)),
         ];
         let why: Vec<String> = why.into_iter().flatten().collect();
-        return Err(mismatch(format!(" ({})", why.join("; "))));
+        return Err(mismatch(if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }));
     }
     if let Some(v) = &k.vl {
         if r.vl_set != vl_set(v) {
