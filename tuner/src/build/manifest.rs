@@ -213,7 +213,17 @@ pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Manifest, BuildError>
                         .as_integer()
                         .and_then(|i| u32::try_from(i).ok())
                         .ok_or_else(|| err(line("vl"), "vl", format!("`{item}` is not a vector length in bits")))?;
-                    target.vscale_for_vl(bits).map_err(|e| err(line("vl"), "vl", e.to_string()))?;
+                    if let Err(e) = target.vscale_for_vl(bits) {
+                        // A scalable target may be measured at other lengths (a 128-bit Neoverse V1, say).
+                        let g = target.caps.granule_bits;
+                        let other = target.caps.scalable
+                            && bits.is_power_of_two()
+                            && bits.is_multiple_of(g)
+                            && (128..=2048).contains(&bits);
+                        if !other {
+                            return Err(err(line("vl"), "vl", e.to_string()));
+                        }
+                    }
                     vls.push(bits);
                 }
                 vls.sort_unstable();
