@@ -46,7 +46,8 @@ lint: deps
 ## demo: compile and check a tiled matmul on this machine and a predicated
 ## scale_add at four SVE vector lengths under QEMU, sample and check schedules,
 ## time a parallel matmul, measure emulated instruction counts at three VLs,
-## run a short tuning job natively and under QEMU into $(DEMO_DIR)/scaletune.db;
+## run a short tuning job natively and under QEMU into $(DEMO_DIR)/scaletune.db,
+## replay its best kernels with `scaletune build` into $(DEMO_DIR)/kernels;
 ## writes $(DEMO_DIR)/report.md and the HTML report $(DEMO_DIR)/report/index.html
 demo: build
 	@sh scripts/demo.sh $(SCALETUNE) $(DEMO_DIR)

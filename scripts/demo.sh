@@ -73,6 +73,20 @@ steps() {
   run db best matmul:M=256,N=256,K=256 --target host --db "$OUT/scaletune.db"
   echo "## 8. The HTML report of the tuning database (open $OUT/report/index.html)"
   run report --db "$OUT/scaletune.db" --out "$OUT/report"
+  echo "## 9. Build-time replay: the best schedules as static libraries, a C header and Rust declarations"
+  cat > "$OUT/kernels.toml" <<'EOF'
+[[kernel]]
+name = "matmul_256"
+workload = "matmul:M=256,N=256,K=256"
+target = "host"
+
+[[kernel]]
+name = "matmul_128_sve"
+workload = "matmul:M=128,N=128,K=128"
+target = "neoverse-v1"
+vl = [128, 256]
+EOF
+  run build --db "$OUT/scaletune.db" --manifest "$OUT/kernels.toml" --out-dir "$OUT/kernels" --strict
   echo '```'
 }
 

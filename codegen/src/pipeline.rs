@@ -55,6 +55,9 @@ pub struct Options {
     /// Specialize fixed-length scalable kinds to this vector length in bits
     /// (see the module documentation); `None` compiles them at their own.
     pub vl_bits: Option<u32>,
+    /// The kernel's symbol instead of [`kernel_symbol`] (build-time replay
+    /// names each kernel as its manifest does); must be a C identifier.
+    pub symbol: Option<String>,
 }
 
 /// A failure of one stage, naming it.
@@ -91,7 +94,7 @@ impl From<TraceError> for CompileError {
 /// Every stage of one compilation.
 #[derive(Clone, Debug)]
 pub struct Compiled {
-    /// The kernel's symbol ([`kernel_symbol`]).
+    /// The kernel's symbol ([`kernel_symbol`], or [`Options::symbol`]).
     pub symbol: String,
     /// The scheduled loop nest.
     pub nest: Nest,
@@ -196,8 +199,8 @@ pub fn lower_nest(w: &Workload, nest: &Nest) -> Result<Program, CompileError> {
 
 /// Stages 2 and 3 for a scheduled nest: lowering and LLVM.
 pub fn compile_nest(w: &Workload, nest: Nest, target: &Target, opts: &Options) -> Result<Compiled, CompileError> {
-    let symbol = kernel_symbol(w);
-    let program = lower_nest(w, &nest)?;
+    let symbol = opts.symbol.clone().unwrap_or_else(|| kernel_symbol(w));
+    let program = lower(&nest, &symbol)?;
     // The schedule may have chosen another vector kind (e.g. NEON on an SVE target).
     let target = target.with_caps(&nest.caps);
     let out = llvm::compile_emitting(&program, &target, &opts.llvm, opts.emit.llvm_ir, opts.emit.asm)?;

@@ -74,6 +74,18 @@ fn kernel_symbols_are_identifiers() {
 }
 
 #[test]
+fn options_symbol_names_the_kernel_and_its_outlined_loops() {
+    let (w, t) = (workload("matmul:M=32,N=32,K=8"), target("host"));
+    let s = schedule_file("matmul_parallel");
+    let opts = Options { symbol: Some("mm_tuned".into()), emit: Emit::ALL, ..Options::default() };
+    let c = compile(&w, Some(&s), &t, &opts).expect("compiles");
+    assert_eq!(c.symbol, "mm_tuned");
+    let ir = c.llvm_ir.expect("IR");
+    assert!(ir.contains("define void @mm_tuned(") && ir.contains("@mm_tuned.par.0"), "{ir}");
+    assert!(!ir.contains(&kernel_symbol(&w)), "{ir}");
+}
+
+#[test]
 fn a_fixed_length_sve_schedule_is_compiled_once_per_vector_length() {
     // matmul_tiled has no use_vectors: on a 256-bit Neoverse V1 it takes the
     // target's own kind, SVE fixed at 256 bits.

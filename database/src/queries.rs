@@ -82,6 +82,13 @@ impl Database {
         )
     }
 
+    /// The ok records of every target definition with this name (all
+    /// workloads), oldest first: where build-time replay looks for records
+    /// made under an older workload or target definition.
+    pub fn ok_records_for_target_name(&self, target_name: &str) -> Result<Vec<Record>, DbError> {
+        self.records_where("t.name = ?1 AND r.status = 'ok' AND r.objective IS NOT NULL ORDER BY r.id", &[&target_name])
+    }
+
     /// Every record, oldest first.
     pub fn all_records(&self) -> Result<Vec<Record>, DbError> {
         self.records_where("1 ORDER BY r.id", &[])

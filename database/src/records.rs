@@ -212,6 +212,11 @@ impl Database {
         Ok(self.conn().query_row(&sql, [id], record_from_row).optional()?)
     }
 
+    /// The definition text of a target row.
+    pub fn target_definition(&self, id: i64) -> Result<Option<String>, DbError> {
+        Ok(self.conn().query_row("SELECT definition FROM targets WHERE id = ?1", [id], |r| r.get(0)).optional()?)
+    }
+
     /// The definition text of a workload row.
     pub fn workload_definition(&self, id: i64) -> Result<Option<String>, DbError> {
         Ok(self.conn().query_row("SELECT definition FROM workloads WHERE id = ?1", [id], |r| r.get(0)).optional()?)

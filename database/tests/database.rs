@@ -85,6 +85,25 @@ fn best_k_orders_ok_records_and_filters() {
 }
 
 #[test]
+fn records_of_a_target_name_span_its_definitions_and_keep_theirs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::open(&dir.path().join("t.db")).expect("opens");
+    let ok = db.insert_record(&record(&db, None, "t0", Some(1.0), "256")).expect("inserts");
+    db.insert_record(&record(&db, None, "failed", None, "256")).expect("inserts");
+    let newer = db.upsert_target("host", "name = host\ncpu = znver4\n").expect("target");
+    let other = db.upsert_target("rvv", "name = rvv\n").expect("target");
+    let again = db
+        .insert_record(&NewRecord { target_id: newer.id, ..record(&db, None, "t1", Some(2.0), "256") })
+        .expect("inserts");
+    db.insert_record(&NewRecord { target_id: other.id, ..record(&db, None, "t2", Some(3.0), "256") }).expect("inserts");
+    let ids: Vec<i64> = db.ok_records_for_target_name("host").expect("reads").iter().map(|r| r.id).collect();
+    assert_eq!(ids, [ok.id, again.id]);
+    let stored = db.record(again.id).expect("reads").expect("exists");
+    assert_eq!(db.target_definition(stored.target_id).expect("reads").as_deref(), Some("name = host\ncpu = znver4\n"));
+    assert_eq!(db.target_definition(999).expect("reads"), None);
+}
+
+#[test]
 fn jobs_keep_state_and_history_in_trial_order() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Database::open(&dir.path().join("t.db")).expect("opens");

@@ -5,8 +5,10 @@
 //! the commands (workload + target + schedule -> loop nest -> vector program
 //! -> LLVM artifacts), tuning jobs (`tune`: tasks, the search loop, the
 //! scheduler), search strategies (`search`), the learned cost model
-//! (`cost_model`), and the commands themselves.
+//! (`cost_model`), build-time replay of the best records into libraries
+//! (`build`), and the commands themselves.
 
+pub mod build;
 pub mod commands;
 pub mod cost_model;
 pub mod explore;

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use scaletune::commands::{agent, check, compile, db, info, measure, report, tune};
+use scaletune::commands::{agent, build, check, compile, db, info, measure, report, tune};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -41,6 +41,9 @@ enum Command {
         /// Schedule (trace text or JSON).
         #[arg(long, short)]
         schedule: Option<PathBuf>,
+        /// Use the best record of this tuning database instead of --schedule.
+        #[arg(long, conflicts_with = "schedule")]
+        db: Option<PathBuf>,
         /// Outputs (comma-separated).
         #[arg(long, value_enum, default_value = "obj", value_delimiter = ',')]
         emit: Vec<compile::Emit>,
@@ -116,6 +119,8 @@ enum Command {
     },
     /// Write the HTML report of the tuning database (index.html with inline charts, each chart also as PNG).
     Report(report::ReportArgs),
+    /// Replay the best recorded schedules of a kernel manifest into static libraries, a C header and Rust declarations.
+    Build(build::BuildArgs),
     /// Serve this machine to remote runners: run authenticated clients' candidates with the timing protocol.
     Agent(agent::AgentArgs),
 }
@@ -126,8 +131,8 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
     match cli.command {
         Command::Workloads { name } => print!("{}", info::workloads(name.as_deref())?),
         Command::Targets { name } => print!("{}", info::targets(name.as_deref())?),
-        Command::Compile { workload, target, schedule, emit, out } => {
-            let files = compile::run(&workload, &target, schedule.as_deref(), &emit, &out)
+        Command::Compile { workload, target, schedule, db, emit, out } => {
+            let files = compile::run(&workload, &target, schedule.as_deref(), db.as_deref(), &emit, &out)
                 .with_context(|| format!("compile {workload} for {target}"))?;
             for f in files {
                 println!("wrote {}", f.display());
@@ -165,6 +170,7 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
             return Ok(u8::from(!outcome.passed));
         }
         Command::Agent(args) => agent::run(&args, rt)?,
+        Command::Build(args) => print!("{}", build::run(&args)?),
         Command::Tune(args) => return tune::run(&args, rt),
         Command::Report(args) => print!("{}", report::run(&args)?),
         Command::Db { db, command } => {

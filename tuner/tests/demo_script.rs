@@ -74,6 +74,7 @@ fn the_demo_passes_when_every_step_passes() {
     assert!(o.status.success(), "{report}\n{}", String::from_utf8_lossy(&o.stderr));
     assert!(report.contains("    whilelo p0.s, x8, x9"), "{report}");
     assert!(report.contains("stub measure matmul:M=128,N=128,K=128 --target neoverse-v1 --runner qemu"), "{report}");
+    assert!(report.contains("stub build --db"), "{report}");
     assert!(!report.contains("FAILED"), "{report}");
     assert!(!out.join(".demo-status").exists(), "status file left behind");
 }

@@ -118,7 +118,7 @@ impl LlvmBuilder {
 
     /// The one compile pipeline (object only), with panics caught.
     fn compile(&self, c: &Candidate, specialize_vl: Option<u32>) -> Result<Vec<u8>, BuildError> {
-        let opts = Options { llvm: self.options.clone(), emit: Emit::OBJECT, vl_bits: specialize_vl };
+        let opts = Options { llvm: self.options.clone(), emit: Emit::OBJECT, vl_bits: specialize_vl, symbol: None };
         let run = || -> Result<Vec<u8>, BuildError> {
             Ok(pipeline::compile(&c.workload, Some(&c.trace), &c.target, &opts)?.object)
         };

@@ -1,0 +1,385 @@
+//! `scaletune build` and `compile --db` on databases filled through the library: the header and Rust file (snapshots), byte-identical outputs, the choice of record (VL set, pinned, stale), the default schedule and `--strict`, and bad manifests refused with nothing written.
+
+mod common;
+
+use common::{root, scaletune, stdout, text};
+use expect_test::{expect, expect_file};
+use scaletune::tune::store::{target_definition, workload_definition};
+use scaletune_codegen::target::Target;
+use scaletune_database::{hash_text, Database, NewRecord};
+use std::path::{Path, PathBuf};
+
+/// One record to insert: workload, target, trace file (`None`: the unscheduled nest), runner, VL set, objective and its kind.
+struct Rec<'a> {
+    workload: &'a str,
+    target: &'a str,
+    trace: Option<&'a str>,
+    runner: &'a str,
+    vl_set: &'a str,
+    objective: f64,
+    kind: &'a str,
+}
+
+fn trace_text(name: &str) -> String {
+    std::fs::read_to_string(root().join(format!("configs/schedules/{name}.trace"))).expect("reads")
+}
+
+/// Inserts a record as a tuning job stores it; returns its id.
+fn insert(db: &Database, r: &Rec<'_>, target_def: Option<&str>, trace: Option<String>) -> i64 {
+    let w = scaletune::pipeline::load_workload(r.workload).expect("workload");
+    let t = Target::load(r.target).expect("target");
+    let wrow = db.upsert_workload(&workload_definition(&w)).expect("workload row");
+    let trow = db.upsert_target(&t.name, target_def.unwrap_or(&target_definition(&t))).expect("target row");
+    let trace = trace.unwrap_or_else(|| r.trace.map(trace_text).unwrap_or_default());
+    db.insert_record(&NewRecord {
+        job_id: None,
+        workload_id: wrow.id,
+        target_id: trow.id,
+        trial_idx: 0,
+        space_trace: String::new(),
+        trace_hash: hash_text(&trace),
+        trace,
+        runner: r.runner.into(),
+        vl_set: r.vl_set.into(),
+        status: "ok".into(),
+        message: String::new(),
+        metrics: "[]".into(),
+        objective: Some(r.objective),
+        objective_kind: r.kind.into(),
+        build_s: 0.1,
+        run_s: 0.2,
+    })
+    .expect("inserts")
+    .id
+}
+
+const MM: &str = "matmul:M=67,N=131,K=29";
+
+/// A database with records of three kernels (and none of a fourth).
+fn fill(db: &Database) {
+    let qemu = |trace, vl_set, objective| Rec {
+        workload: MM,
+        target: "neoverse-v1",
+        trace,
+        runner: "qemu",
+        vl_set,
+        objective,
+        kind: "est_cycles",
+    };
+    insert(db, &qemu(Some("matmul_tiled_neon"), "256", 2.0e5), None, None);
+    insert(db, &qemu(Some("matmul_tiled"), "256", 1.5e5), None, None);
+    let sa = |vl_set, objective| Rec {
+        workload: "scale_add",
+        target: "sve-generic",
+        trace: Some("scale_add_predicated"),
+        runner: "qemu",
+        vl_set,
+        objective,
+        kind: "instructions",
+    };
+    insert(db, &sa("512", 900.0), None, None);
+    insert(db, &sa("128,256", 4100.0), None, None);
+    let axpy = Rec {
+        workload: "axpy:N=1000",
+        target: "host",
+        trace: None,
+        runner: "native",
+        vl_set: "",
+        objective: 2.5e-6,
+        kind: "time_s",
+    };
+    insert(db, &axpy, None, None);
+}
+
+const MANIFEST: &str = r#"# four kernels
+[[kernel]]
+name = "mm"
+workload = "matmul:M=67,N=131,K=29"
+target = "neoverse-v1"
+
+[[kernel]]
+name = "scale_add_vla"
+workload = "scale_add"
+target = "sve-generic"
+vl = [256, 128]
+
+[[kernel]]
+name = "axpy_1k"
+workload = "axpy:N=1000"
+target = "host"
+
+[[kernel]]
+name = "gather_rows"
+workload = "paged_read"
+target = "host"
+"#;
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    manifest: PathBuf,
+    dir: PathBuf,
+}
+
+fn setup(manifest: &str) -> Setup {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().to_path_buf();
+    let db = dir.join("tuning.db");
+    fill(&Database::open(&db).expect("opens"));
+    let m = dir.join("kernels.toml");
+    std::fs::write(&m, manifest).expect("writes");
+    Setup { _dir: tmp, db, manifest: m, dir }
+}
+
+fn build(s: &Setup, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args =
+        vec!["build", "--db", s.db.to_str().expect("utf-8"), "--manifest", s.manifest.to_str().expect("utf-8")];
+    args.extend(["--out-dir", out.to_str().expect("utf-8")]);
+    args.extend_from_slice(extra);
+    scaletune(&args)
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.expect("entry").file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_best_records_become_libraries_a_header_and_rust_declarations_byte_for_byte_alike() {
+    let s = setup(MANIFEST);
+    let (a, b) = (s.dir.join("a"), s.dir.join("b"));
+    let first = build(&s, &a, &[]);
+    assert!(first.status.success(), "{}", text(&first));
+    assert!(build(&s, &b, &[]).status.success());
+    assert_eq!(
+        files(&a),
+        ["kernels.h", "kernels.rs", "libkernels_host.a", "libkernels_neoverse_v1.a", "libkernels_sve_generic.a"]
+    );
+    for f in files(&a) {
+        assert_eq!(std::fs::read(a.join(&f)).expect("reads"), std::fs::read(b.join(&f)).expect("reads"), "{f} differs");
+    }
+    let err = String::from_utf8_lossy(&first.stderr).replace(s.db.to_str().expect("utf-8"), "DB");
+    expect![[r#"
+        warning: kernel `gather_rows`: no usable record of paged_read:P=100,PAGES=8192,V=8 on host in DB; built with the default schedule
+    "#]]
+    .assert_eq(&err);
+    let printed = stdout(&first);
+    let chosen: Vec<&str> = printed.lines().take(4).map(|l| l.split(", replayed").next().unwrap_or(l)).collect();
+    assert_eq!(
+        chosen,
+        [
+            "mm (neoverse-v1): record 2",
+            "scale_add_vla (sve-generic): record 4",
+            "axpy_1k (host): record 5",
+            "gather_rows (host): the default schedule"
+        ]
+    );
+    expect_file!["snapshots/build_kernels.h"].assert_eq(&std::fs::read_to_string(a.join("kernels.h")).expect("reads"));
+    expect_file!["snapshots/build_kernels.rs"]
+        .assert_eq(&std::fs::read_to_string(a.join("kernels.rs")).expect("reads"));
+    // Each library holds its target's kernels, under the manifest's names.
+    let ar = std::process::Command::new("llvm-ar-19").arg("t").arg(a.join("libkernels_host.a")).output().expect("runs");
+    assert_eq!(stdout(&ar), "axpy_1k.o\ngather_rows.o\n");
+    let nm = std::process::Command::new("llvm-nm-19")
+        .arg("--defined-only")
+        .arg(a.join("libkernels_neoverse_v1.a"))
+        .output()
+        .expect("runs");
+    assert!(stdout(&nm).lines().any(|l| l.ends_with(" T mm")), "{}", stdout(&nm));
+}
+
+#[test]
+fn strict_refuses_a_kernel_without_a_record_and_writes_nothing() {
+    let s = setup(MANIFEST);
+    let out = s.dir.join("out");
+    let o = build(&s, &out, &["--strict"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).replace(s.db.to_str().expect("utf-8"), "DB");
+    expect![[r#"
+        error: kernel `gather_rows`: no usable record of paged_read:P=100,PAGES=8192,V=8 on host in DB
+    "#]]
+    .assert_eq(&err);
+    assert_eq!(files(&out), Vec::<String>::new());
+}
+
+#[test]
+fn records_of_other_definitions_or_unreplayable_traces_are_stale_with_the_reason() {
+    let s = setup(
+        "[[kernel]]\nname = \"mm\"\nworkload = \"matmul:M=67,N=131,K=29\"\ntarget = \"neoverse-v1\"\n\n\
+         [[kernel]]\nname = \"old_cpu\"\nworkload = \"scale_add\"\ntarget = \"neoverse-v2\"\n",
+    );
+    let db = Database::open(&s.db).expect("opens");
+    // The best record of mm no longer replays (a block the workload does not have).
+    let broken = Rec {
+        workload: MM,
+        target: "neoverse-v1",
+        trace: None,
+        runner: "qemu",
+        vl_set: "256",
+        objective: 10.0,
+        kind: "est_cycles",
+    };
+    let bad = insert(&db, &broken, None, Some("b = get_block(\"Z\")\n".into()));
+    // scale_add on a Neoverse V2 measured when the target had another CPU.
+    let v2 = Target::load("neoverse-v2").expect("target");
+    let old_def = target_definition(&v2).replace("cpu = neoverse-v2", "cpu = neoverse-n2");
+    let rec = Rec {
+        workload: "scale_add",
+        target: "neoverse-v2",
+        trace: None,
+        runner: "qemu",
+        vl_set: "128",
+        objective: 1.0,
+        kind: "instructions",
+    };
+    let old = insert(&db, &rec, Some(&old_def), None);
+    drop(db);
+    let o = build(&s, &s.dir.join("out"), &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).replace(s.db.to_str().expect("utf-8"), "DB");
+    assert_eq!((bad, old), (6, 7));
+    expect![[r#"
+        warning: kernel `mm`: record 6 is stale: its trace no longer replays (schedule: line 1: `b = get_block("Z")`: get_block: no block named `Z` (blocks: C))
+        warning: kernel `old_cpu`: record 7 is stale: target `neoverse-v2` was defined differently: cpu = neoverse-n2 (recorded) vs cpu = neoverse-v2 (now)
+        warning: kernel `old_cpu`: no usable record of scale_add:N=1000 on neoverse-v2 in DB; built with the default schedule
+    "#]]
+    .assert_eq(&err);
+    assert!(stdout(&o).starts_with("mm (neoverse-v1): record 2,"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_pinned_record_is_used_and_one_of_another_kernel_is_an_error_naming_both() {
+    let s = setup(
+        "[[kernel]]\nname = \"mm\"\nworkload = \"matmul:M=67,N=131,K=29\"\ntarget = \"neoverse-v1\"\nrecord = 1\n",
+    );
+    let o = build(&s, &s.dir.join("out"), &["--strict"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(stdout(&o).starts_with("mm (neoverse-v1): record 1,"), "{}", stdout(&o));
+    std::fs::write(
+        &s.manifest,
+        "[[kernel]]\nname = \"mm\"\nworkload = \"matmul:M=67,N=131,K=29\"\ntarget = \"neoverse-v1\"\nrecord = 3\n",
+    )
+    .expect("writes");
+    let o = build(&s, &s.dir.join("out2"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    expect![[r#"
+        error: kernel `mm`: record 3: it is a record of scale_add:N=1000 on sve-generic, not of matmul:M=67,N=131,K=29 on neoverse-v1
+    "#]]
+    .assert_eq(&String::from_utf8_lossy(&o.stderr));
+    assert!(!s.dir.join("out2").exists());
+}
+
+#[test]
+fn bad_manifests_name_the_line_kernel_and_field() {
+    let s = setup(MANIFEST);
+    let cases = [
+        "[[kernel]]\nname = \"a\"\nworkload = \"axpy\"\ntarget = \"host\"\nrecrod = 3\n",
+        "[[kernel]]\nname = \"a\"\nworkload = \"axpy\"\ntarget = \"host\"\n\n[[kernel]]\nname = \"a\"\nworkload = \"axpy\"\ntarget = \"host\"\n",
+        "[[kernel]]\nname = \"2fast\"\nworkload = \"axpy\"\ntarget = \"host\"\n",
+        "[[kernel]]\nname = \"k\"\nworkload = \"axpy\"\ntarget = \"cray-1\"\n",
+        "[[kernel]]\nname = \"k\"\nworkload = \"axpi\"\ntarget = \"host\"\n",
+        "[[kernel]]\nname = \"k\"\nworkload = \"axpy\"\ntarget = \"neoverse-v1\"\nvl = [384]\n",
+        "[[kernel]]\nworkload = \"axpy\"\ntarget = \"host\"\n",
+        "[[kernel]\nname = \"k\"\n",
+        "kernels = []\n",
+    ];
+    let mut shown = String::new();
+    for manifest in cases {
+        std::fs::write(&s.manifest, manifest).expect("writes");
+        let out = s.dir.join("never");
+        let o = build(&s, &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(!out.exists());
+        shown
+            .push_str(&String::from_utf8_lossy(&o.stderr).replace(s.manifest.to_str().expect("utf-8"), "kernels.toml"));
+    }
+    expect![[r#"
+        error: kernels.toml:5: kernel `a`, field `recrod`: unknown key (expected name, workload, target, vl, record)
+        error: kernels.toml:7: kernel `a`, field `name`: duplicate kernel name (first at line 1)
+        error: kernels.toml:2: kernel `2fast`, field `name`: `2fast` is not a C identifier
+        error: kernels.toml:4: kernel `k`, field `target`: unknown target `cray-1` (known: host, neon, neoverse-v1, neoverse-v2, a64fx, sve-generic, rvv)
+        error: kernels.toml:3: kernel `k`, field `workload`: unknown workload `axpi` (known: scale_add, axpy, daxpy, sum_cos, row_sum, softmax_rows, layer_norm, matmul, matmul_bt, batch_matmul, outer_product, paged_read, transpose, conv2d_nhwc, depthwise_conv2d_nhwc, matmul_i8, matmul_f16)
+        error: kernels.toml:5: kernel `k`, field `vl`: target `neoverse-v1` cannot run at a vector length of 384 bits (powers of two from 256 to 256)
+        error: kernels.toml:1: kernel `#1`, field `name`: missing
+        error: kernels.toml:1: invalid table header expected `.`, `]]`
+        error: kernels.toml:1: unknown field `kernels`, expected `kernel`
+    "#]].assert_eq(&shown);
+}
+
+#[test]
+fn a_missing_or_corrupt_database_is_refused() {
+    let s = setup(MANIFEST);
+    let missing = s.dir.join("missing.db");
+    let o = scaletune(&[
+        "build",
+        "--db",
+        missing.to_str().expect("utf-8"),
+        "--manifest",
+        s.manifest.to_str().expect("utf-8"),
+        "--out-dir",
+        s.dir.join("o").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("missing.db does not exist"), "{}", text(&o));
+    std::fs::write(&s.db, "not a database: just text long enough to fill an SQLite header of one hundred bytes, and then some more words to be sure").expect("writes");
+    let o = build(&s, &s.dir.join("o"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("is not a usable SQLite database (no SQLite header)"), "{}", text(&o));
+    assert!(!s.dir.join("o").exists());
+}
+
+#[test]
+fn compile_with_a_database_builds_the_best_record() {
+    let s = setup(MANIFEST);
+    let (from_db, from_file) = (s.dir.join("db"), s.dir.join("file"));
+    let o = scaletune(&[
+        "compile",
+        MM,
+        "--target",
+        "neoverse-v1",
+        "--db",
+        s.db.to_str().expect("utf-8"),
+        "--emit",
+        "obj,loops",
+        "-o",
+        from_db.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("using record 2 of"), "{}", text(&o));
+    let sched = root().join("configs/schedules/matmul_tiled.trace");
+    let o = scaletune(&[
+        "compile",
+        MM,
+        "--target",
+        "neoverse-v1",
+        "--schedule",
+        sched.to_str().expect("utf-8"),
+        "--emit",
+        "obj,loops",
+        "-o",
+        from_file.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["scaletune_matmul.o", "scaletune_matmul.loops"] {
+        assert_eq!(
+            std::fs::read(from_db.join(f)).expect("reads"),
+            std::fs::read(from_file.join(f)).expect("reads"),
+            "{f}"
+        );
+    }
+    let o = scaletune(&[
+        "compile",
+        "paged_read",
+        "--target",
+        "host",
+        "--db",
+        s.db.to_str().expect("utf-8"),
+        "-o",
+        s.dir.join("x").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("no usable record of paged_read"), "{}", text(&o));
+}
