@@ -7,6 +7,7 @@
 //! scheduler), search strategies (`search`), the learned cost model
 //! (`cost_model`), and the commands themselves.
 
+pub mod bench;
 pub mod commands;
 pub mod cost_model;
 pub mod explore;

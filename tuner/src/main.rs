@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use scaletune::commands::{agent, check, compile, db, info, measure, tune};
+use scaletune::commands::{agent, bench, check, compile, db, info, measure, tune};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -114,6 +114,8 @@ enum Command {
         #[arg(long)]
         db: Option<PathBuf>,
     },
+    /// Benchmark tuned kernels against OpenBLAS, clang's auto-vectorized loops and the FMA peak.
+    Bench(bench::BenchArgs),
     /// Serve this machine to remote runners: run authenticated clients' candidates with the timing protocol.
     Agent(agent::AgentArgs),
 }
@@ -164,6 +166,7 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
         }
         Command::Agent(args) => agent::run(&args, rt)?,
         Command::Tune(args) => return tune::run(&args, rt),
+        Command::Bench(args) => return bench::run(&args, rt),
         Command::Db { db, command } => {
             let (text, code) = db::run(&command, db.as_deref())?;
             print!("{text}");
