@@ -78,6 +78,8 @@ pub struct ForeignKernel {
     pub link: LinkExtras,
     /// The compiler command (without the source and output paths), for reports.
     pub command: Vec<String>,
+    /// The widest vector code clang emitted (see [`vector_code`]); `library` for OpenBLAS.
+    pub vector_code: String,
 }
 
 /// True if `kind` has an implementation of `workload` on `target`.
@@ -161,7 +163,54 @@ pub fn compile(kind: BaselineKind, workload: &Workload, target: &Target) -> Resu
         BaselineKind::ClangNaive => LinkExtras::default(),
         BaselineKind::OpenBlas => LinkExtras::libraries(["openblas"]),
     };
-    Ok(ForeignKernel { kind, object, symbol, link, command })
+    let vector_code = match kind {
+        BaselineKind::ClangNaive => vector_code(&disassemble(&o_file)?),
+        // The wrapper only calls the library, whose kernels OpenBLAS picks at run time.
+        BaselineKind::OpenBlas => "library".to_string(),
+    };
+    Ok(ForeignKernel { kind, object, symbol, link, command, vector_code })
+}
+
+/// The disassembly of an object file (llvm-objdump-19).
+fn disassemble(object: &std::path::Path) -> Result<String, BenchError> {
+    let tool = scaletune_codegen::tools::llvm_objdump();
+    let shown = vec![tool.clone(), "-d".into(), object.display().to_string()];
+    let mut cmd = Command::new(&tool);
+    cmd.arg("-d").arg("--no-show-raw-insn").arg(object);
+    let out = run_tool(&mut cmd, &shown)?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The widest vector arithmetic a disassembly holds: `SVE` (on z
+/// registers), `NEON` (on v registers), `AVX-512` (zmm), `AVX2` (ymm),
+/// `SSE` (packed on xmm) or `scalar` — what clang's auto-vectorizer chose.
+/// Arithmetic means float multiplies, adds and FMAs; moves and shuffles of
+/// scalar code do not count.
+pub fn vector_code(disassembly: &str) -> String {
+    let mut widest = 0;
+    for line in disassembly.lines() {
+        let Some((_, insn)) = line.split_once(':') else { continue };
+        let mut parts = insn.trim().splitn(2, char::is_whitespace);
+        let mnemonic = parts.next().unwrap_or("");
+        let operands = parts.next().unwrap_or("");
+        let arm = ["fmla", "fmad", "fmul", "fadd", "fmls", "fmsb"].iter().any(|m| mnemonic.starts_with(m));
+        let x86 = mnemonic.ends_with("ps") && ["mul", "add", "fma"].iter().any(|m| mnemonic.contains(m));
+        let rank = if arm && operands.contains(" z") || arm && operands.starts_with('z') {
+            5
+        } else if arm && (operands.starts_with('v') || operands.contains(" v")) {
+            4
+        } else if x86 && operands.contains("zmm") {
+            3
+        } else if x86 && operands.contains("ymm") {
+            2
+        } else if x86 && operands.contains("xmm") {
+            1
+        } else {
+            0
+        };
+        widest = widest.max(rank);
+    }
+    ["scalar", "SSE", "AVX2", "AVX-512", "NEON", "SVE"][widest].to_string()
 }
 
 /// Runs a tool to completion; a failure names the command and its stderr.
@@ -199,4 +248,23 @@ pub fn harness(
     };
     let harness = Harness::build_with_link(&req, &kernel.link)?;
     Ok(Built::new(0, format!("baseline:{}", kernel.kind.name()), harness, start.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vector_code;
+
+    #[test]
+    fn the_widest_vector_arithmetic_names_the_code() {
+        let sve = "  94:\tfmad\tz2.s, p0/m, z1.s, z4.s\n  98:\tfmla\tv3.4s, v18.4s, v17.s[0]\n";
+        assert_eq!(vector_code(sve), "SVE");
+        assert_eq!(vector_code("  f0:\tfmla\tv3.4s, v18.4s, v17.s[0]\n  f4:\tfmov\ts0, wzr\n"), "NEON");
+        assert_eq!(vector_code("  10:\tvfmadd231ps\t(%rax), %ymm1, %ymm0\n"), "AVX2");
+        assert_eq!(
+            vector_code("  10:\tvfmadd231ps\t%zmm2, %zmm1, %zmm0\n  14:\tvaddps\t%ymm1, %ymm1, %ymm0\n"),
+            "AVX-512"
+        );
+        assert_eq!(vector_code("  10:\tvaddss\t%xmm1, %xmm0, %xmm0\n  14:\tcallq\tcosf\n"), "scalar");
+        assert_eq!(vector_code("  10:\tfadd\ts0, s0, s1\n"), "scalar");
+    }
 }

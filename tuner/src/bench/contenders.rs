@@ -42,6 +42,8 @@ pub struct Contender {
     pub kernel: Kernel,
     /// (vector lengths, harness) pairs, or the build failure.
     pub builds: Result<Vec<(Vec<u32>, Arc<Built>)>, String>,
+    /// The vector code of a baseline as clang emitted it (`SVE`, `NEON`, `AVX2`, ...).
+    pub code: Option<String>,
 }
 
 impl Contender {
@@ -76,7 +78,7 @@ pub fn build_trace(
         .into_iter()
         .map(|b| b.result.map(|built| (b.vl_bits, Arc::new(built))).map_err(|e| e.to_string()))
         .collect();
-    Contender { kernel, builds }
+    Contender { kernel, builds, code: None }
 }
 
 /// Compiles and links a baseline.
@@ -89,7 +91,8 @@ pub fn build_baseline(
 ) -> Result<Contender, BenchError> {
     let kernel = baseline::compile(kind, workload, target)?;
     let built = baseline::harness(&kernel, workload, target, target.default_vl_bits.clone(), timeout)?;
-    Ok(Contender { kernel: Kernel::Baseline(kind), builds: Ok(vec![(vls.to_vec(), Arc::new(built))]) })
+    let builds = Ok(vec![(vls.to_vec(), Arc::new(built))]);
+    Ok(Contender { kernel: Kernel::Baseline(kind), builds, code: Some(kernel.vector_code) })
 }
 
 /// A measurement that never ran.

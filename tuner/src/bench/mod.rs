@@ -219,8 +219,11 @@ fn contenders(
     timeout: Duration,
 ) -> Result<Vec<Contender>, BenchError> {
     let mut out = Vec::new();
-    let missing =
-        || Contender { kernel: Kernel::Tuned, builds: Err("the tuning job found no passing candidate".into()) };
+    let missing = || Contender {
+        kernel: Kernel::Tuned,
+        builds: Err("the tuning job found no passing candidate".into()),
+        code: None,
+    };
     out.push(match best {
         Some(t) => build_trace(builder, Kernel::Tuned, workload, target, t, vls, timeout),
         None => missing(),
@@ -260,6 +263,7 @@ fn host_shape(
             HostRow {
                 shape: shape.to_string(),
                 kernel: c.kernel,
+                code: c.code.clone(),
                 status: failed.map_or("ok", |m| m.status.name()).to_string(),
                 message: failed.map(|m| m.message.clone()).unwrap_or_default(),
                 time_s,
@@ -299,6 +303,7 @@ fn qemu_shape(
             rows.push(EmulatedRow {
                 shape: shape.to_string(),
                 kernel: c.kernel,
+                code: c.code.clone(),
                 vl_bits: m.vl_bits,
                 status: m.status.name().to_string(),
                 message: m.message.clone(),

@@ -11,6 +11,8 @@ pub struct HostRow {
     pub shape: String,
     /// Which kernel.
     pub kernel: Kernel,
+    /// A baseline's vector code as clang emitted it (`SVE`, `NEON`, `AVX-512`, `AVX2`, `scalar`).
+    pub code: Option<String>,
     /// `ok` or the failure's status name.
     pub status: String,
     /// The first failure's message (empty when every round passed).
@@ -34,6 +36,8 @@ pub struct EmulatedRow {
     pub shape: String,
     /// Which kernel.
     pub kernel: Kernel,
+    /// A baseline's vector code as clang emitted it (`SVE`, `NEON`, `AVX-512`, `AVX2`, `scalar`).
+    pub code: Option<String>,
     /// Vector length in bits.
     pub vl_bits: u32,
     /// `ok` or the failure's status name.
@@ -85,8 +89,8 @@ pub fn host_table(report: &BenchReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<30} {:<12} {:<12} {:>12} {:>8} {:>11} {:>9} {:>8}",
-        "shape", "kernel", "check", "time (us)", "GFLOPS", "vs OpenBLAS", "vs clang", "of peak"
+        "{:<30} {:<12} {:<8} {:<12} {:>12} {:>8} {:>11} {:>9} {:>8}",
+        "shape", "kernel", "code", "check", "time (us)", "GFLOPS", "vs OpenBLAS", "vs clang", "of peak"
     );
     let mut last = "";
     for r in &report.host {
@@ -94,9 +98,10 @@ pub fn host_table(report: &BenchReport) -> String {
         last = &r.shape;
         let _ = writeln!(
             out,
-            "{:<30} {:<12} {:<12} {:>12} {:>8} {:>11} {:>9} {:>8}",
+            "{:<30} {:<12} {:<8} {:<12} {:>12} {:>8} {:>11} {:>9} {:>8}",
             shape,
             r.kernel.name(),
+            r.code.as_deref().unwrap_or("-"),
             r.status,
             opt(r.time_s, |t| format!("{:.2}", t * 1e6)),
             opt(r.gflops, |g| format!("{g:.2}")),
@@ -118,8 +123,8 @@ pub fn emulated_table(report: &BenchReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<30} {:<12} {:>5} {:<12} {:>14} {:>14} {:>13} {:>13}",
-        "shape", "kernel", "VL", "check", "est. cycles", "instructions", "clang/this cy", "clang/this in"
+        "{:<30} {:<12} {:<8} {:>5} {:<12} {:>14} {:>14} {:>13} {:>13}",
+        "shape", "kernel", "code", "VL", "check", "est. cycles", "instructions", "clang/this cy", "clang/this in"
     );
     let mut last = "";
     for r in &report.emulated {
@@ -127,9 +132,10 @@ pub fn emulated_table(report: &BenchReport) -> String {
         last = &r.shape;
         let _ = writeln!(
             out,
-            "{:<30} {:<12} {:>5} {:<12} {:>14} {:>14} {:>13} {:>13}",
+            "{:<30} {:<12} {:<8} {:>5} {:<12} {:>14} {:>14} {:>13} {:>13}",
             shape,
             r.kernel.name(),
+            r.code.as_deref().unwrap_or("-"),
             r.vl_bits,
             r.status,
             opt(r.est_cycles, |c| format!("{c:.0}")),

@@ -19,12 +19,24 @@ use tokio::sync::Notify;
 /// What the database knows of one shape after tuning.
 #[derive(Clone, Debug)]
 pub struct Tuned {
-    /// The best trace measured (by this or an earlier bench run), if any candidate passed.
+    /// The best trace measured (by this or an earlier bench run; the empty
+    /// trace when the default schedule was best), if any candidate passed.
     pub best: Option<Trace>,
     /// Candidates the database held for this shape before this run.
     pub known_before: usize,
     /// Trials this run measured (0 when the database already held the budget).
     pub trials_run: usize,
+}
+
+/// The tuner's answer for a task: its best measured trace, or the default
+/// schedule (the empty trace) when that measured faster than every sample.
+fn best_trace(task: &Task) -> Option<Trace> {
+    match (task.best_scored(), task.baseline) {
+        (Some(b), Some(base)) if base < b.objective => Some(Trace::default()),
+        (Some(b), _) => Some(b.sample.trace.clone()),
+        (None, Some(_)) => Some(Trace::default()),
+        (None, None) => None,
+    }
 }
 
 /// One line per batch on stderr, so that stdout keeps only the bench's table.
@@ -117,9 +129,9 @@ pub fn tune(
         let mut progress = Progress { label: format!("{reference} on {target}") };
         let finished = rt.block_on(lp.run(&mut s.tasks, training, LoopState::default(), &mut progress))?;
         db.finish_job(job_id, JobStatus::Finished, finished.reason.text())?;
-        let best = s.tasks.first().and_then(|t| t.best_scored()).map(|b| b.sample.trace.clone());
+        let best = s.tasks.first().and_then(best_trace);
         return Ok((Tuned { best, known_before, trials_run: finished.state.trials }, target_def));
     }
-    let best = s.tasks.first().and_then(|t| t.best_scored()).map(|b| b.sample.trace.clone());
+    let best = s.tasks.first().and_then(best_trace);
     Ok((Tuned { best, known_before, trials_run: 0 }, target_def))
 }
