@@ -195,7 +195,7 @@ pub fn vector_code(disassembly: &str) -> String {
         let operands = parts.next().unwrap_or("");
         let arm = ["fmla", "fmad", "fmul", "fadd", "fmls", "fmsb"].iter().any(|m| mnemonic.starts_with(m));
         let x86 = mnemonic.ends_with("ps") && ["mul", "add", "fma"].iter().any(|m| mnemonic.contains(m));
-        let rank = if arm && operands.contains(" z") || arm && operands.starts_with('z') {
+        let rank = if arm && (operands.contains(" z") || operands.starts_with('z')) {
             5
         } else if arm && (operands.starts_with('v') || operands.contains(" v")) {
             4

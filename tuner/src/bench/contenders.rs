@@ -35,13 +35,16 @@ impl Kernel {
     }
 }
 
+/// The harnesses of a contender, each with the vector lengths it runs at.
+pub type Builds = Vec<(Vec<u32>, Arc<Built>)>;
+
 /// One contender, built: a harness per group of vector lengths (fixed-length
 /// scalable code has one per VL), or why it could not be built.
 pub struct Contender {
     /// What it is.
     pub kernel: Kernel,
     /// (vector lengths, harness) pairs, or the build failure.
-    pub builds: Result<Vec<(Vec<u32>, Arc<Built>)>, String>,
+    pub builds: Result<Builds, String>,
     /// The vector code of a baseline as clang emitted it (`SVE`, `NEON`, `AVX2`, ...).
     pub code: Option<String>,
 }
@@ -73,7 +76,7 @@ pub fn build_trace(
     let c = Candidate::new(0, Arc::clone(workload), Arc::clone(target), trace)
         .with_vl_bits(vls.to_vec())
         .with_timeout(timeout);
-    let builds: Result<Vec<_>, String> = builder
+    let builds: Result<Builds, String> = builder
         .build_all(&c)
         .into_iter()
         .map(|b| b.result.map(|built| (b.vl_bits, Arc::new(built))).map_err(|e| e.to_string()))
