@@ -24,11 +24,12 @@ pub struct BenchArgs {
     /// Where bench.json goes.
     #[arg(long, default_value = "out/bench")]
     pub out: PathBuf,
-    /// Host shapes (workload references, comma-separated) instead of the default set.
-    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    /// Host shapes instead of the default set (workload references separated
+    /// by spaces, e.g. `--shapes matmul:M=64,N=64,K=64 sum_cos`); `none` skips the host.
+    #[arg(long, num_args = 1..)]
     pub shapes: Vec<String>,
-    /// Emulated shapes instead of the default set; `none` skips QEMU.
-    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    /// Emulated shapes instead of the default set (as `--shapes`); `none` skips QEMU.
+    #[arg(long, num_args = 1..)]
     pub qemu_shapes: Vec<String>,
     /// Interleaved timing rounds per host shape [default: 3, 1 with --quick].
     #[arg(long)]
