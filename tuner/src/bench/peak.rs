@@ -63,7 +63,7 @@ pub fn cpu_info() -> CpuInfo {
 /// Parses the probe's result line.
 pub fn parse_peak(stdout: &str) -> Result<Peak, BenchError> {
     let bad = || BenchError::Probe(format!("no result line in its output: {}", stdout.trim()));
-    let line = stdout.lines().find_map(|l| l.trim().strip_prefix(PREFIX)).ok_or_else(bad)?;
+    let line = stdout.lines().find_map(|l| l.trim().strip_prefix(PREFIX)).ok_or_else(bad)?.trim();
     let get = |key: &str| {
         line.split_whitespace()
             .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
