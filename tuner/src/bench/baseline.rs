@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 pub const CLANG: &str = "clang-19";
 
 /// Which baseline implementation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BaselineKind {
     /// The plain C loop nest, auto-vectorized by `clang-19 -O3` for the target's CPU.
     ClangNaive,

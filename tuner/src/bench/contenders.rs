@@ -12,9 +12,8 @@ use scaletune_space::workload::Workload;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What a contender is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+/// What a contender is (serialized as its [`Kernel::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kernel {
     /// The best trace of the bench database.
     Tuned,
@@ -37,6 +36,12 @@ impl Kernel {
 
 /// The harnesses of a contender, each with the vector lengths it runs at.
 pub type Builds = Vec<(Vec<u32>, Arc<Built>)>;
+
+impl serde::Serialize for Kernel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
 
 /// One contender, built: a harness per group of vector lengths (fixed-length
 /// scalable code has one per VL), or why it could not be built.
