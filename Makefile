@@ -15,7 +15,7 @@ CARGO ?= cargo
 SCALETUNE := target/release/scaletune
 DEMO_DIR := out/demo
 
-.PHONY: deps build test lint demo clean
+.PHONY: deps build test lint demo bench clean
 
 ## deps: install whichever required Debian packages are missing (quiet when all are present)
 deps:
@@ -51,6 +51,14 @@ lint: deps
 ## writes $(DEMO_DIR)/report.md and the HTML report $(DEMO_DIR)/report/index.html
 demo: build
 	@sh scripts/demo.sh $(SCALETUNE) $(DEMO_DIR)
+
+## bench: tuned kernels against OpenBLAS, clang -O3 auto-vectorization and the
+## measured FMA peak (host, one thread) and, under QEMU, against clang's SVE
+## loops on neoverse-v1 at VL 128/256/512; tables on stdout, figures in
+## $(BENCH_DIR)/bench.json, tuning database $(BENCH_DIR)/scaletune.db (reused)
+BENCH_DIR := out/bench
+bench: build
+	$(SCALETUNE) bench --out $(BENCH_DIR)
 
 clean:
 	$(CARGO) clean

@@ -65,7 +65,7 @@ impl Drop for ChildGuard {
 
 /// Runs `cmd` to completion like [`std::process::Command::output`], listing
 /// the child while it runs (so that an interrupt kills it too).
-pub(crate) fn output(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+pub fn output(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
     use std::process::Stdio;
     let child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let _listed = ChildGuard::new(child.id());

@@ -55,7 +55,9 @@ pub mod stats;
 pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder, Prebuilt};
 pub use candidate::Candidate;
 pub use farm::{Batch, BatchReport, Farm, Timeline};
-pub use harness::{driver_source, CheckRequest, Harness, HarnessError, PreparedRun, RunCheck, RunOptions, RunOutput};
+pub use harness::{
+    driver_source, CheckRequest, Harness, HarnessError, LinkExtras, PreparedRun, RunCheck, RunOptions, RunOutput,
+};
 pub use protocol::TimingProtocol;
 pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
 pub use runner::check::CheckRunner;

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use scaletune::commands::{agent, build, check, compile, db, info, measure, report, tune};
+use scaletune::commands::{agent, bench, build, check, compile, db, info, measure, report, tune};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -121,6 +121,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Replay the best recorded schedules of a kernel manifest into static libraries, a C header and Rust declarations.
     Build(build::BuildArgs),
+    /// Benchmark tuned kernels against OpenBLAS, clang's auto-vectorized loops and the FMA peak.
+    Bench(bench::BenchArgs),
     /// Serve this machine to remote runners: run authenticated clients' candidates with the timing protocol.
     Agent(agent::AgentArgs),
 }
@@ -173,6 +175,7 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
         Command::Build(args) => print!("{}", build::run(&args)?),
         Command::Tune(args) => return tune::run(&args, rt),
         Command::Report(args) => print!("{}", report::run(&args)?),
+        Command::Bench(args) => return bench::run(&args, rt),
         Command::Db { db, command } => {
             let (text, code) = db::run(&command, db.as_deref())?;
             print!("{text}");

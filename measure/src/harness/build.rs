@@ -1,6 +1,6 @@
 //! Compiling the driver and linking it with the kernel object using the target's `cc` command, or taking the executable from the artifact cache.
 
-use super::HarnessError;
+use super::{HarnessError, LinkExtras};
 use crate::builder::{executable_key, ArtifactCache};
 use scaletune_codegen::target::Target;
 use std::os::unix::fs::PermissionsExt;
@@ -38,15 +38,18 @@ pub(crate) fn command_line(words: &[String]) -> String {
 /// Writes the kernel object and the driver source into `dir`, then compiles
 /// and links them with `target.cc ... driver.c kernel.o -o driver target.libs`
 /// — or, with a `cache` that holds the executable, copies it from there
-/// (a linked executable is stored there for next time). Returns the path of
-/// the executable and whether it came from the cache.
+/// (a linked executable is stored there for next time). `extras` are linked
+/// after the target's libraries; a build with extras never uses the cache.
+/// Returns the path of the executable and whether it came from the cache.
 pub(crate) fn build_executable(
     dir: &Path,
     target: &Target,
     object: &[u8],
     driver_src: &str,
     cache: Option<LinkCache<'_>>,
+    extras: &LinkExtras,
 ) -> Result<(PathBuf, bool), HarnessError> {
+    let cache = if extras.is_empty() { cache } else { None };
     let obj = dir.join(KERNEL_OBJECT);
     let src = dir.join(DRIVER_SOURCE);
     let exe = dir.join(EXECUTABLE);
@@ -61,7 +64,7 @@ pub(crate) fn build_executable(
             return Ok((exe, true));
         }
     }
-    link(dir, target, &src, &obj, &exe)?;
+    link(dir, target, &src, &obj, &exe, &extras.args())?;
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         // A cache that cannot be written only costs time later.
         let stored = std::fs::read(&exe).and_then(|bytes| c.cache.put_executable(key, &bytes));
@@ -73,16 +76,24 @@ pub(crate) fn build_executable(
 }
 
 /// Runs the target's `cc` on the driver and the kernel object.
-fn link(dir: &Path, target: &Target, src: &Path, obj: &Path, exe: &Path) -> Result<(), HarnessError> {
+fn link(
+    dir: &Path,
+    target: &Target,
+    src: &Path,
+    obj: &Path,
+    exe: &Path,
+    extras: &[String],
+) -> Result<(), HarnessError> {
     let Some((cc, cc_args)) = target.cc.split_first() else {
         return Err(HarnessError::Unsupported(format!("target `{}` has an empty cc command", target.name)));
     };
     let mut shown: Vec<String> = target.cc.clone();
     shown.extend([display(src), display(obj), "-o".to_string(), display(exe)]);
     shown.extend(target.libs.iter().cloned());
+    shown.extend(extras.iter().cloned());
     let command = command_line(&shown);
     let mut link = Command::new(cc);
-    link.args(cc_args).arg(src).arg(obj).arg("-o").arg(exe).args(&target.libs).current_dir(dir);
+    link.args(cc_args).arg(src).arg(obj).arg("-o").arg(exe).args(&target.libs).args(extras).current_dir(dir);
     let output =
         crate::cleanup::output(&mut link).map_err(|source| HarnessError::Tool { command: command.clone(), source })?;
     if !output.status.success() {

@@ -27,6 +27,7 @@ mod check;
 mod driver;
 pub mod expected;
 mod interpret;
+mod link;
 mod remote_judge;
 pub mod timing;
 
@@ -40,6 +41,7 @@ pub(crate) use build::LinkCache;
 use build::{build_executable, write_file, INPUT_FILE};
 use driver::EXIT_UNSTABLE_OUTPUTS;
 pub use interpret::interpret;
+pub use link::LinkExtras;
 use scaletune_codegen::target::{Target, TargetError};
 use scaletune_space::reference::{Comparison, ReferenceError};
 use scaletune_space::workload::{Role, Workload};
@@ -229,22 +231,36 @@ pub struct Harness {
     expected: std::sync::Arc<expected::Expected>,
     n_runs: AtomicU64,
     executable_from_cache: bool,
+    link: LinkExtras,
 }
 
 impl Harness {
     /// Validates the request, computes the reference, writes the input file
     /// and builds the executable.
     pub fn build(req: &CheckRequest) -> Result<Harness, HarnessError> {
-        Harness::build_linking(req, None)
+        Harness::build_linking(req, None, &LinkExtras::default())
+    }
+
+    /// Like [`Harness::build`] for a kernel object that needs more libraries
+    /// than the target's (a foreign kernel, e.g. one calling OpenBLAS):
+    /// `link` is linked after the target's `libs`, and kept with the harness
+    /// so that a runner linking it again for another vector length does too.
+    pub fn build_with_link(req: &CheckRequest, link: &LinkExtras) -> Result<Harness, HarnessError> {
+        link.validate()?;
+        Harness::build_linking(req, None, link)
     }
 
     /// Like [`Harness::build`], taking the executable from the artifact cache
     /// when it holds it, and storing it there after linking otherwise.
     pub(crate) fn build_cached(req: &CheckRequest, cache: LinkCache<'_>) -> Result<Harness, HarnessError> {
-        Harness::build_linking(req, Some(cache))
+        Harness::build_linking(req, Some(cache), &LinkExtras::default())
     }
 
-    fn build_linking(req: &CheckRequest, cache: Option<LinkCache<'_>>) -> Result<Harness, HarnessError> {
+    fn build_linking(
+        req: &CheckRequest,
+        cache: Option<LinkCache<'_>>,
+        link: &LinkExtras,
+    ) -> Result<Harness, HarnessError> {
         let vl_bits = if req.vl_bits.is_empty() { req.target.default_vl_bits.clone() } else { req.vl_bits.clone() };
         for &vl in &vl_bits {
             req.target.vscale_for_vl(vl).map_err(HarnessError::BadVectorLength)?;
@@ -271,7 +287,8 @@ impl Harness {
         let input = dir.path().join(INPUT_FILE);
         let input_bytes: Vec<u8> = expected.args.iter().flat_map(|t| t.to_le_bytes()).collect();
         write_file(&input, &input_bytes)?;
-        let (executable, executable_from_cache) = build_executable(dir.path(), req.target, req.object, &source, cache)?;
+        let (executable, executable_from_cache) =
+            build_executable(dir.path(), req.target, req.object, &source, cache, link)?;
         let outputs =
             req.workload.arg_tensors().into_iter().filter(|id| req.workload.tensor(*id).role == Role::Output).collect();
         Ok(Harness {
@@ -286,12 +303,18 @@ impl Harness {
             expected,
             n_runs: AtomicU64::new(0),
             executable_from_cache,
+            link: link.clone(),
         })
     }
 
     /// True if the executable came from the artifact cache instead of being linked.
     pub fn executable_from_cache(&self) -> bool {
         self.executable_from_cache
+    }
+
+    /// What is linked besides the target's libraries (empty for scaletune's own kernels).
+    pub fn link_extras(&self) -> &LinkExtras {
+        &self.link
     }
 
     /// The target the kernel was compiled for.

@@ -356,7 +356,7 @@ impl QemuRunner {
     }
 }
 
-/// A harness for `built`'s kernel object, linked again for `target`.
+/// A harness for `built`'s kernel object, linked again for `target` (with the same extra libraries).
 fn relink(built: &Built, target: &Target) -> Result<Harness, BuildError> {
     let h = &built.harness;
     let object_path = h.work_dir().join(KERNEL_OBJECT);
@@ -372,7 +372,7 @@ fn relink(built: &Built, target: &Target) -> Result<Harness, BuildError> {
         timeout: h.timeout(),
         work_dir: None,
     };
-    Ok(Harness::build(&req)?)
+    Ok(Harness::build_with_link(&req, h.link_extras())?)
 }
 
 #[async_trait]

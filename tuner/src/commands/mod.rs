@@ -1,6 +1,7 @@
 //! The `scaletune` subcommands.
 
 pub mod agent;
+pub mod bench;
 pub mod build;
 pub mod check;
 pub mod compile;

@@ -1,0 +1,184 @@
+//! The kernels a bench shape compares (tuned, default schedule, baselines), built into harnesses and measured interleaved with one runner and protocol.
+
+use super::baseline::{self, BaselineKind};
+use super::BenchError;
+use scaletune_codegen::target::Target;
+use scaletune_measure::builder::Builder;
+use scaletune_measure::{
+    Built, Candidate, LlvmBuilder, NativeRunner, QemuRunner, Status, TimingProtocol, VlMeasurement,
+};
+use scaletune_space::trace::Trace;
+use scaletune_space::workload::Workload;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a contender is (serialized as its [`Kernel::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kernel {
+    /// The best trace of the bench database.
+    Tuned,
+    /// The unscheduled loop nest through scaletune's own pipeline.
+    Default,
+    /// A foreign baseline.
+    Baseline(BaselineKind),
+}
+
+impl Kernel {
+    /// The name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Tuned => "tuned",
+            Kernel::Default => "default",
+            Kernel::Baseline(b) => b.name(),
+        }
+    }
+}
+
+/// The harnesses of a contender, each with the vector lengths it runs at.
+pub type Builds = Vec<(Vec<u32>, Arc<Built>)>;
+
+impl serde::Serialize for Kernel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// One contender, built: a harness per group of vector lengths (fixed-length
+/// scalable code has one per VL), or why it could not be built.
+pub struct Contender {
+    /// What it is.
+    pub kernel: Kernel,
+    /// (vector lengths, harness) pairs, or the build failure.
+    pub builds: Result<Builds, String>,
+    /// The vector code of a baseline as clang emitted it (`SVE`, `NEON`, `AVX2`, ...).
+    pub code: Option<String>,
+}
+
+impl Contender {
+    /// The harness that runs at `vl`.
+    fn built_for(&self, vl: u32) -> Result<&Arc<Built>, String> {
+        match &self.builds {
+            Err(why) => Err(why.clone()),
+            Ok(builds) => builds
+                .iter()
+                .find(|(vls, _)| vls.contains(&vl))
+                .map(|(_, b)| b)
+                .ok_or_else(|| format!("no build runs at VL {vl}")),
+        }
+    }
+}
+
+/// Builds a trace of scaletune's pipeline (the tuned best or the default schedule).
+pub fn build_trace(
+    builder: &LlvmBuilder,
+    kernel: Kernel,
+    workload: &Arc<Workload>,
+    target: &Arc<Target>,
+    trace: Trace,
+    vls: &[u32],
+    timeout: Duration,
+) -> Contender {
+    let c = Candidate::new(0, Arc::clone(workload), Arc::clone(target), trace)
+        .with_vl_bits(vls.to_vec())
+        .with_timeout(timeout);
+    let builds: Result<Builds, String> = builder
+        .build_all(&c)
+        .into_iter()
+        .map(|b| b.result.map(|built| (b.vl_bits, Arc::new(built))).map_err(|e| e.to_string()))
+        .collect();
+    Contender { kernel, builds, code: None }
+}
+
+/// Compiles and links a baseline.
+pub fn build_baseline(
+    kind: BaselineKind,
+    workload: &Workload,
+    target: &Target,
+    vls: &[u32],
+    timeout: Duration,
+) -> Result<Contender, BenchError> {
+    let kernel = baseline::compile(kind, workload, target)?;
+    let built = baseline::harness(&kernel, workload, target, target.default_vl_bits.clone(), timeout)?;
+    let builds = Ok(vec![(vls.to_vec(), Arc::new(built))]);
+    Ok(Contender { kernel: Kernel::Baseline(kind), builds, code: Some(kernel.vector_code) })
+}
+
+/// A measurement that never ran.
+fn unmeasured(vl: u32, runner: &str, why: String) -> VlMeasurement {
+    let mut m = VlMeasurement::unmeasured(vl, runner, why);
+    m.status = Status::BuildError;
+    m
+}
+
+/// Native timing: `rounds` rounds, each measuring every contender once in
+/// turn with `protocol`; returns per contender its measurement of each round.
+pub fn time_interleaved(
+    contenders: &[Contender],
+    vl: u32,
+    protocol: &TimingProtocol,
+    rounds: u32,
+) -> Vec<Vec<VlMeasurement>> {
+    let runner = NativeRunner::new(protocol.clone()).with_name("native");
+    let mut out: Vec<Vec<VlMeasurement>> = contenders.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds.max(1) {
+        for (c, ms) in contenders.iter().zip(out.iter_mut()) {
+            let m = match c.built_for(vl) {
+                Ok(built) => runner.measure(built, vl),
+                Err(why) => unmeasured(vl, "native", why),
+            };
+            ms.push(m);
+        }
+    }
+    out
+}
+
+/// Emulated counts: each contender at each vector length, under QEMU with the instruction-count plugin.
+pub fn count_emulated(contenders: &[Contender], vls: &[u32], runner: &QemuRunner) -> Vec<Vec<VlMeasurement>> {
+    contenders
+        .iter()
+        .map(|c| {
+            vls.iter()
+                .map(|&vl| match c.built_for(vl) {
+                    Ok(built) => runner.measure(built, vl),
+                    Err(why) => unmeasured(vl, "qemu", why),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The median of the rounds' median times, over the rounds that passed (`None` if none did).
+pub fn median_time(rounds: &[VlMeasurement]) -> Option<f64> {
+    let mut times: Vec<f64> = rounds
+        .iter()
+        .filter(|m| m.status == Status::Ok)
+        .filter_map(|m| m.timing.as_ref().map(|t| t.median_s))
+        .collect();
+    if times.is_empty() {
+        return None;
+    }
+    times.sort_by(f64::total_cmp);
+    let n = times.len();
+    Some(if n % 2 == 1 { times[n / 2] } else { (times[n / 2 - 1] + times[n / 2]) / 2.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scaletune_measure::Timing;
+
+    fn timed(status: Status, median_s: f64) -> VlMeasurement {
+        let mut m = VlMeasurement::unmeasured(256, "native", String::new());
+        m.status = status;
+        m.timing = Some(Timing::from_repeats(vec![median_s], 1));
+        m
+    }
+
+    #[test]
+    fn the_median_skips_failed_rounds() {
+        let rounds = [timed(Status::Ok, 3.0), timed(Status::WrongResult, 0.1), timed(Status::Ok, 1.0)];
+        assert_eq!(median_time(&rounds), Some(2.0));
+        assert_eq!(median_time(&rounds[1..2]), None);
+        assert_eq!(median_time(&[timed(Status::Ok, 1.0), timed(Status::Ok, 5.0), timed(Status::Ok, 2.0)]), Some(2.0));
+    }
+}

@@ -1,0 +1,76 @@
+//! `scaletune bench`: tuned kernels against OpenBLAS, clang's auto-vectorized naive loops and the FMA peak; prints the tables and writes `bench.json`.
+
+use crate::bench::{self, BenchOptions};
+use anyhow::{bail, Context};
+use std::path::PathBuf;
+use tokio::runtime::Handle;
+
+/// Options of `bench`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Small shapes, a few trials, one timing round: about a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// Trials per host shape; the bench database is topped up to this many
+    /// candidates per shape [default: 200, 6 with --quick].
+    #[arg(long)]
+    pub trials: Option<usize>,
+    /// Trials per emulated shape (neoverse-v1 under QEMU) [default: 64, 3 with --quick].
+    #[arg(long)]
+    pub qemu_trials: Option<usize>,
+    /// The bench's tuning database, reused across runs [default: OUT/scaletune.db].
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Where bench.json goes.
+    #[arg(long, default_value = "out/bench")]
+    pub out: PathBuf,
+    /// Host shapes instead of the default set (workload references separated
+    /// by spaces, e.g. `--shapes matmul:M=64,N=64,K=64 sum_cos`); `none` skips the host.
+    #[arg(long, num_args = 1..)]
+    pub shapes: Vec<String>,
+    /// Emulated shapes instead of the default set (as `--shapes`); `none` skips QEMU.
+    #[arg(long, num_args = 1..)]
+    pub qemu_shapes: Vec<String>,
+    /// Interleaved timing rounds per host shape [default: 3, 1 with --quick].
+    #[arg(long)]
+    pub rounds: Option<u32>,
+}
+
+/// Runs the bench, prints its tables and writes `OUT/bench.json`; the exit
+/// status is 1 if some kernel failed its check (the tables say which).
+pub fn run(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
+    let db = args.db.clone().unwrap_or_else(|| args.out.join("scaletune.db"));
+    let mut opts = BenchOptions::new(args.quick, db);
+    if let Some(t) = args.trials {
+        opts.trials = t;
+    }
+    if let Some(t) = args.qemu_trials {
+        opts.qemu_trials = t;
+    }
+    if let Some(r) = args.rounds {
+        opts.rounds = r;
+    }
+    if opts.trials == 0 || opts.rounds == 0 {
+        bail!("--trials and --rounds must be at least 1");
+    }
+    if !args.shapes.is_empty() {
+        opts.host_shapes = args.shapes.iter().filter(|s| *s != "none").cloned().collect();
+    }
+    if !args.qemu_shapes.is_empty() {
+        opts.qemu_shapes = args.qemu_shapes.iter().filter(|s| *s != "none").cloned().collect();
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let report = bench::run(&opts, rt)?;
+    print!("{}", bench::report::host_table(&report));
+    if !report.emulated.is_empty() {
+        println!();
+        print!("{}", bench::report::emulated_table(&report));
+    }
+    let failures = bench::report::failures(&report);
+    print!("{failures}");
+    let json = args.out.join("bench.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    println!("wrote {}", json.display());
+    Ok(u8::from(!failures.is_empty()))
+}

@@ -1,0 +1,125 @@
+//! `scaletune bench --quick` end to end: the tables' structure (values masked), every kernel passing its check, the JSON figures, and a second run that reuses the bench database.
+
+mod common;
+
+use common::{scaletune, stdout, text};
+use expect_test::expect;
+
+/// Masks what depends on the machine and the run: the CPU's name and ISA,
+/// the vector code clang chose, every number; runs of spaces become one.
+fn mask(out: &str, json: &serde_json::Value, dir: &str) -> String {
+    let mut s = out.replace(dir, "<out>");
+    for key in ["model", "vector_isa"] {
+        if let Some(v) = json["cpu"][key].as_str() {
+            s = s.replace(v, &format!("<{key}>"));
+        }
+    }
+    let mut masked = String::new();
+    for line in s.lines() {
+        let words: Vec<String> = line
+            .split_whitespace()
+            .map(|w| match w {
+                "SVE" | "NEON" | "AVX-512" | "AVX2" | "SSE" | "scalar" => "<code>".to_string(),
+                w => mask_numbers(w),
+            })
+            .collect();
+        masked.push_str(&words.join(" "));
+        masked.push('\n');
+    }
+    masked
+}
+
+/// Every maximal run of digits and dots holding a digit becomes `#`.
+fn mask_numbers(word: &str) -> String {
+    let mut out = String::new();
+    let mut run = String::new();
+    for c in word.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_digit() || c == '.' {
+            run.push(c);
+            continue;
+        }
+        if run.chars().any(|r| r.is_ascii_digit()) {
+            out.push('#');
+        } else {
+            out.push_str(&run);
+        }
+        run.clear();
+        if c != ' ' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn masking_keeps_words_and_hides_numbers() {
+    assert_eq!(mask_numbers("matmul:M=64,N=48"), "matmul:M=#,N=#");
+    assert_eq!(mask_numbers("0.61x"), "#x");
+    assert_eq!(mask_numbers("..."), "...");
+    assert_eq!(mask_numbers("12.5%"), "#%");
+}
+
+#[test]
+fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().to_str().expect("utf-8").to_string();
+    let o = scaletune(&["bench", "--quick", "--out", &out_dir]);
+    assert!(o.status.success(), "{}", text(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("bench.json")).expect("bench.json written"))
+            .expect("bench.json is JSON");
+    expect![[r#"
+        host: <model> (<vector_isa>), one thread; FMA peak # GFLOPS (# f# lanes x # chains)
+        shape kernel code check time (us) GFLOPS vs OpenBLAS vs clang of peak
+        matmul:M=#,N=#,K=# tuned - ok # # #x #x #%
+        default - ok # # #x #x #%
+        clang-naive <code> ok # # #x #x #%
+        openblas library ok # # #x #x #%
+        conv#d_nhwc:H=#,WI=#,C=#,F=# tuned - ok # # - #x #%
+        default - ok # # - #x #%
+        clang-naive <code> ok # # - #x #%
+        sum_cos:N=# tuned - ok # # - #x #%
+        default - ok # # - #x #%
+        clang-naive <code> ok # # - #x #%
+
+        neoverse-v# at VL #/#/# under QEMU: estimated cycles and instructions per call; clang/this above # means fewer than clang
+        shape kernel code VL check est. cycles instructions clang/this cy clang/this in
+        matmul:M=#,N=#,K=# tuned - # ok # # #x #x
+        tuned - # ok # # #x #x
+        tuned - # ok # # #x #x
+        default - # ok # # #x #x
+        default - # ok # # #x #x
+        default - # ok # # #x #x
+        clang-naive <code> # ok # # #x #x
+        clang-naive <code> # ok # # #x #x
+        clang-naive <code> # ok # # #x #x
+        wrote <out>/bench.json
+    "#]]
+    .assert_eq(&mask(&stdout(&o), &json, &out_dir));
+
+    // Every kernel passed the reference check, and the figures are figures.
+    let host = json["host"].as_array().expect("host rows");
+    let emulated = json["emulated"].as_array().expect("emulated rows");
+    assert_eq!((host.len(), emulated.len()), (10, 9));
+    for r in host.iter().chain(emulated) {
+        assert_eq!(r["status"], "ok", "{r}");
+    }
+    for r in host {
+        assert!(r["time_s"].as_f64().is_some_and(|t| t > 0.0), "{r}");
+        assert!(r["gflops"].as_f64().is_some_and(|g| g > 0.0), "{r}");
+    }
+    for r in emulated {
+        assert!(r["est_cycles"].as_f64().is_some_and(|c| c > 0.0), "{r}");
+        assert!(r["instructions"].as_u64().is_some_and(|i| i > 0), "{r}");
+    }
+    let clang = |r: &&serde_json::Value| r["kernel"] == "clang-naive";
+    assert!(host.iter().filter(clang).all(|r| r["vs_clang"].as_f64() == Some(1.0)));
+    assert!(json["peak_gflops"].as_f64().is_some_and(|p| p > 1.0));
+
+    // A second run finds the trial budget in the database and tunes nothing.
+    let again = scaletune(&["bench", "--quick", "--out", &out_dir]);
+    assert!(again.status.success(), "{}", text(&again));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!stderr.contains("  tune "), "the second run tuned again:\n{stderr}");
+    assert!(stderr.contains("bench: sum_cos:N=256 on host"), "{stderr}");
+}
