@@ -48,6 +48,8 @@ fn insert(db: &Database, r: &Rec<'_>, target_def: Option<&str>, trace: Option<St
         objective_kind: r.kind.into(),
         build_s: 0.1,
         run_s: 0.2,
+        vector_kind: None,
+        predicted: None,
     })
     .expect("inserts")
     .id
