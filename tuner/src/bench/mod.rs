@@ -17,6 +17,7 @@ pub mod baseline;
 pub mod contenders;
 pub mod peak;
 pub mod report;
+pub mod search;
 pub mod tuned;
 
 use crate::commands::measure::RunnerKind;

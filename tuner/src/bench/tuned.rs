@@ -6,7 +6,7 @@ use crate::search::StrategyKind;
 use crate::tune::job::{self, LoopState, Observer};
 use crate::tune::objective::Objective;
 use crate::tune::task::Task;
-use crate::tune::{setup, JobConfig};
+use crate::tune::{setup, JobConfig, Setup};
 use scaletune_codegen::target::Target;
 use scaletune_database::{Database, JobStatus, NewJob};
 use scaletune_measure::{ArtifactCache, Farm, LlvmBuilder, TimingProtocol};
@@ -101,38 +101,55 @@ pub fn tune(
     let budget = trials.saturating_sub(known_before);
     if budget > 0 {
         let cfg = JobConfig { trials: budget, ..probe_cfg };
-        let job_id = db.create_job(&NewJob {
-            arguments: serde_json::to_string(&cfg).map_err(|e| BenchError::Io(e.to_string()))?,
-            seed: cfg.seed,
-            strategy: cfg.strategy.name().to_string(),
-        })?;
-        let (runner_list, _) = runners(cfg.runner, &cfg.protocol, None, &target_def, rt).map_err(tune_err)?;
-        let builder = LlvmBuilder::new()
-            .with_seed(cfg.seed)
-            .with_cache(ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?);
-        let farm = Farm::new(Arc::new(builder), cfg.builders, runner_list);
-        let lp = job::Loop {
-            db,
-            job: job_id,
-            rows: s.rows.clone(),
-            farm: &farm,
-            runner: cfg.runner.name(),
-            objective: &cfg.objective,
-            strategy: cfg.strategy.build(),
-            seed: cfg.seed,
-            trials: cfg.trials,
-            time_limit: None,
-            batch: cfg.batch,
-            timeout: Duration::from_secs(cfg.timeout_s),
-            interrupt: Arc::new(Notify::new()),
-        };
-        let training = std::mem::take(&mut s.training);
-        let mut progress = Progress { label: format!("{reference} on {target}") };
-        let finished = rt.block_on(lp.run(&mut s.tasks, training, LoopState::default(), &mut progress))?;
-        db.finish_job(job_id, JobStatus::Finished, finished.reason.text())?;
+        let (_, trials_run) = run_job(db, &cfg, &target_def, &mut s, &format!("{reference} on {target}"), rt)?;
         let best = s.tasks.first().and_then(best_trace);
-        return Ok((Tuned { best, known_before, trials_run: finished.state.trials }, target_def));
+        return Ok((Tuned { best, known_before, trials_run }, target_def));
     }
     let best = s.tasks.first().and_then(best_trace);
     Ok((Tuned { best, known_before, trials_run: 0 }, target_def))
+}
+
+/// Runs `cfg` as a new, finished job in `db` on the tasks of `s` (from
+/// [`setup`] with the same configuration); returns the job's id and the
+/// trials it measured.
+pub fn run_job(
+    db: &Database,
+    cfg: &JobConfig,
+    target_def: &Target,
+    s: &mut Setup,
+    label: &str,
+    rt: &Handle,
+) -> Result<(i64, usize), BenchError> {
+    let tune_err = |e: anyhow::Error| BenchError::Tune { workload: label.to_string(), message: format!("{e:#}") };
+    let job_id = db.create_job(&NewJob {
+        arguments: serde_json::to_string(cfg).map_err(|e| BenchError::Io(e.to_string()))?,
+        seed: cfg.seed,
+        strategy: cfg.strategy.name().to_string(),
+    })?;
+    let (runner_list, _) = runners(cfg.runner, &cfg.protocol, None, target_def, rt).map_err(tune_err)?;
+    let builder = LlvmBuilder::new()
+        .with_seed(cfg.seed)
+        .with_cache(ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?);
+    let farm = Farm::new(Arc::new(builder), cfg.builders, runner_list);
+    let runner_label = cfg.runner_label();
+    let lp = job::Loop {
+        db,
+        job: job_id,
+        rows: s.rows.clone(),
+        farm: &farm,
+        runner: &runner_label,
+        objective: &cfg.objective,
+        strategy: cfg.strategy.build(),
+        seed: cfg.seed,
+        trials: cfg.trials,
+        time_limit: None,
+        batch: cfg.batch,
+        timeout: Duration::from_secs(cfg.timeout_s),
+        interrupt: Arc::new(Notify::new()),
+    };
+    let training = std::mem::take(&mut s.training);
+    let mut progress = Progress { label: label.to_string() };
+    let finished = rt.block_on(lp.run(&mut s.tasks, training, LoopState::default(), &mut progress))?;
+    db.finish_job(job_id, JobStatus::Finished, finished.reason.text())?;
+    Ok((job_id, finished.state.trials))
 }

@@ -1,6 +1,7 @@
 //! `scaletune bench`: tuned kernels against OpenBLAS, clang's auto-vectorized naive loops and the FMA peak; prints the tables and writes `bench.json`.
 
 use crate::bench::{self, BenchOptions};
+use crate::search::StrategyKind;
 use anyhow::{bail, Context};
 use std::path::PathBuf;
 use tokio::runtime::Handle;
@@ -34,11 +35,23 @@ pub struct BenchArgs {
     /// Interleaved timing rounds per host shape [default: 3, 1 with --quick].
     #[arg(long)]
     pub rounds: Option<u32>,
+    /// Instead of the comparison: search efficiency of `random` and
+    /// `evolutionary` from cold starts (`--trials` each, `--seeds` runs per
+    /// strategy, the first `--shapes` workload, default matmul 512^3, host,
+    /// one thread), databases in OUT/search/.
+    #[arg(long)]
+    pub search_efficiency: bool,
+    /// Runs per strategy of `--search-efficiency`.
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u64,
 }
 
 /// Runs the bench, prints its tables and writes `OUT/bench.json`; the exit
 /// status is 1 if some kernel failed its check (the tables say which).
 pub fn run(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
+    if args.search_efficiency {
+        return search_efficiency(args, rt);
+    }
     let db = args.db.clone().unwrap_or_else(|| args.out.join("scaletune.db"));
     let mut opts = BenchOptions::new(args.quick, db);
     if let Some(t) = args.trials {
@@ -73,4 +86,20 @@ pub fn run(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot write {}", json.display()))?;
     println!("wrote {}", json.display());
     Ok(u8::from(!failures.is_empty()))
+}
+
+/// `bench --search-efficiency`: cold-start runs of both strategies and the table.
+fn search_efficiency(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
+    let trials = args.trials.unwrap_or(if args.quick { 8 } else { 200 });
+    if trials == 0 || args.seeds == 0 {
+        bail!("--trials and --seeds must be at least 1");
+    }
+    let reference = args.shapes.first().cloned().unwrap_or_else(|| bench::HOST_SHAPES[0].to_string());
+    let flops = crate::pipeline::load_workload(&reference)?.flops();
+    let seeds: Vec<u64> = (1..=args.seeds).collect();
+    let strategies = [StrategyKind::Random, StrategyKind::Evolutionary];
+    let dir = args.out.join("search");
+    let runs = bench::search::run(&reference, "host", trials, &seeds, &strategies, &dir, rt)?;
+    print!("{}", bench::search::table(&reference, &runs, flops));
+    Ok(0)
 }
