@@ -16,12 +16,14 @@
 pub mod baseline;
 pub mod contenders;
 pub mod peak;
+pub mod record;
 pub mod report;
 pub mod search;
 pub mod tuned;
 
 use crate::commands::measure::RunnerKind;
 use crate::pipeline::load_workload;
+use crate::tune::objective::ObjectiveKind;
 use baseline::BaselineKind;
 use contenders::{build_baseline, build_trace, Contender, Kernel};
 use report::{BenchReport, EmulatedRow, HostRow};
@@ -258,6 +260,15 @@ fn host_shape(
     let openblas = time_of(Kernel::Baseline(BaselineKind::OpenBlas));
     let clang = time_of(Kernel::Baseline(BaselineKind::ClangNaive));
     let flops = workload.flops();
+    let runner = tuned::job_config(shape, "host", RunnerKind::Native, &[], opts.trials).runner_label();
+    let metrics: Vec<serde_json::Value> = times.iter().map(|t| serde_json::json!({ "median_s": t })).collect();
+    let figures: Vec<record::Figure<'_>> = cs
+        .iter()
+        .zip(&times)
+        .zip(&metrics)
+        .map(|((c, &objective), metrics)| record::Figure { kernel: c.kernel, objective, metrics })
+        .collect();
+    record::record(db, &workload, &target, &runner, &[vl], ObjectiveKind::Time.name(), &figures)?;
     Ok(cs
         .iter()
         .zip(rounds.iter().zip(&times))
@@ -294,6 +305,23 @@ fn qemu_shape(
     let runner = QemuRunner::new().with_estimator(estimator).with_timeout(opts.timeout);
     let counted = contenders::count_emulated(&cs, QEMU_VLS, &runner);
     let clang = cs.iter().position(|c| c.kernel == Kernel::Baseline(BaselineKind::ClangNaive));
+    let cycles_of = |ms: &[scaletune_measure::VlMeasurement]| -> Vec<Option<f64>> {
+        ms.iter().map(|m| m.emulated.as_ref().and_then(|e| e.est_cycles).filter(|_| m.status == Status::Ok)).collect()
+    };
+    let metrics: Vec<serde_json::Value> =
+        counted.iter().map(|ms| serde_json::json!({ "vl_bits": QEMU_VLS, "est_cycles": cycles_of(ms) })).collect();
+    let figures: Vec<record::Figure<'_>> = cs
+        .iter()
+        .zip(&counted)
+        .zip(&metrics)
+        .map(|((c, ms), metrics)| record::Figure {
+            kernel: c.kernel,
+            objective: record::geomean(&cycles_of(ms)),
+            metrics,
+        })
+        .collect();
+    let runner = RunnerKind::Qemu.name();
+    record::record(db, &workload, &target, runner, QEMU_VLS, ObjectiveKind::Cycles.name(), &figures)?;
     let mut rows = Vec::new();
     for (c, ms) in cs.iter().zip(&counted) {
         for (k, m) in ms.iter().enumerate() {

@@ -132,21 +132,7 @@ pub fn run_job(
         .with_cache(ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?);
     let farm = Farm::new(Arc::new(builder), cfg.builders, runner_list);
     let runner_label = cfg.runner_label();
-    let lp = job::Loop {
-        db,
-        job: job_id,
-        rows: s.rows.clone(),
-        farm: &farm,
-        runner: &runner_label,
-        objective: &cfg.objective,
-        strategy: cfg.strategy.build(),
-        seed: cfg.seed,
-        trials: cfg.trials,
-        time_limit: None,
-        batch: cfg.batch,
-        timeout: Duration::from_secs(cfg.timeout_s),
-        interrupt: Arc::new(Notify::new()),
-    };
+    let lp = job::Loop::for_job(db, job_id, cfg, s.rows.clone(), &farm, &runner_label, Arc::new(Notify::new()));
     let training = std::mem::take(&mut s.training);
     let mut progress = Progress { label: label.to_string() };
     let finished = rt.block_on(lp.run(&mut s.tasks, training, LoopState::default(), &mut progress))?;

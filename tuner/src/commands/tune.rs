@@ -301,19 +301,8 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let runner_label = cfg.runner_label();
     let (interrupt, code) = interrupts(rt);
     let lp = job::Loop {
-        db: &db,
-        job: job_id,
-        rows: setup.rows.clone(),
-        farm: &farm,
-        runner: &runner_label,
-        objective: &cfg.objective,
-        strategy: cfg.strategy.build(),
-        seed: cfg.seed,
-        trials: cfg.trials,
         time_limit: cfg.time_limit_s.map(Duration::from_secs_f64).or(args.time_limit),
-        batch: cfg.batch,
-        timeout: Duration::from_secs(cfg.timeout_s),
-        interrupt,
+        ..job::Loop::for_job(&db, job_id, &cfg, setup.rows.clone(), &farm, &runner_label, interrupt)
     };
     let training = std::mem::take(&mut setup.training);
     let finished = if std::io::stdout().is_terminal() {

@@ -88,6 +88,36 @@ pub struct Loop<'a> {
     pub interrupt: Arc<Notify>,
 }
 
+impl<'a> Loop<'a> {
+    /// The loop of job `job` as `cfg` describes it (no time limit: set
+    /// [`Loop::time_limit`] for one), recording under runner `runner`.
+    pub fn for_job(
+        db: &'a Database,
+        job: i64,
+        cfg: &'a super::JobConfig,
+        rows: Vec<(i64, i64)>,
+        farm: &'a Farm,
+        runner: &'a str,
+        interrupt: Arc<Notify>,
+    ) -> Loop<'a> {
+        Loop {
+            db,
+            job,
+            rows,
+            farm,
+            runner,
+            objective: &cfg.objective,
+            strategy: cfg.strategy.build(),
+            seed: cfg.seed,
+            trials: cfg.trials,
+            time_limit: None,
+            batch: cfg.batch,
+            timeout: Duration::from_secs(cfg.timeout_s),
+            interrupt,
+        }
+    }
+}
+
 /// The job's outcome.
 pub struct Finished {
     /// Why it stopped.
