@@ -228,6 +228,10 @@ impl Target {
             caps.has_sme = v.sme;
             caps.has_gather = v.gather.unwrap_or(true);
             let dvl = v.default_vl_bits.clone().unwrap_or_else(|| vec![min]);
+            if dvl.is_empty() {
+                // A run at no vector length would check nothing and pass.
+                return Err(bad("[vector] default_vl_bits is empty: list at least one vector length".into()));
+            }
             (caps, dvl)
         } else {
             let bits = match &v.width_bits {
@@ -371,6 +375,17 @@ mod tests {
 
     fn kind_names(t: &Target) -> Vec<String> {
         t.vector_kinds().into_iter().map(|(k, _)| k.to_string()).collect()
+    }
+
+    #[test]
+    fn an_empty_default_vl_list_is_refused() {
+        let text = crate::target::SHIPPED.iter().find(|(n, _)| *n == "sve-generic").expect("shipped").1;
+        let mut lines: Vec<String> =
+            text.lines().filter(|l| !l.trim_start().starts_with("default_vl_bits")).map(str::to_string).collect();
+        let at = lines.iter().position(|l| l.trim() == "[vector]").expect("a [vector] table") + 1;
+        lines.insert(at, "default_vl_bits = []".to_string());
+        let e = Target::from_toml(&lines.join("\n"), "empty.toml").expect_err("refused").to_string();
+        assert_eq!(e, "target file empty.toml: [vector] default_vl_bits is empty: list at least one vector length");
     }
 
     #[test]

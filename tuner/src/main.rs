@@ -94,7 +94,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Timeout of each run in seconds.
-        #[arg(long, default_value_t = 120)]
+        #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
         timeout: u64,
     },
     /// Build a schedule and measure it (native timing, QEMU instruction counts, or remote agents).
@@ -224,7 +224,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            ExitCode::from(2)
+            ExitCode::from(scaletune::commands::exit_code_of(&e))
         }
     }
 }

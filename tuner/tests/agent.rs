@@ -180,7 +180,7 @@ fn measure_through_a_farm_file_uses_the_live_agent() {
     assert!(t.contains("median") && t.contains("3 repeats"), "{t}");
     assert!(t.trim_end().ends_with("verdict: ok"), "{t}");
 
-    // A farm file whose only agent is down: a clear error, exit status 2.
+    // A farm file whose only agent is down: a clear error, exit status 3 (infrastructure).
     std::fs::write(&farm, entry("gone", &format!("http://127.0.0.1:{dead}"))).expect("write farm file");
     let o = Command::new(env!("CARGO_BIN_EXE_scaletune"))
         .current_dir(&root)
@@ -189,6 +189,6 @@ fn measure_through_a_farm_file_uses_the_live_agent() {
         .output()
         .expect("runs scaletune");
     let t = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(t.contains("no agent of") && t.contains("gone"), "{t}");
 }

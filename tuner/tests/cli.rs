@@ -288,3 +288,23 @@ fn compile_emits_every_kind_deterministically() {
         assert!(!fa.is_empty() && fa == fb, "{ext} differs between runs");
     }
 }
+
+/// Bad options and inputs are bad input (exit 2, a message naming them),
+/// not a candidate's failure.
+#[test]
+fn bad_options_exit_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["compile", "matmul:K=4,K=8", "--target", "host"], "parameter `K` is given twice"),
+        (&["measure", "scale_add:N=64", "--target", "host", "--timeout", "0"], "invalid value '0' for '--timeout"),
+        (&["check", "scale_add:N=64", "--target", "host", "--timeout", "0"], "invalid value '0' for '--timeout"),
+        (&["tune", "scale_add:N=64", "--target", "host", "--timeout", "0"], "invalid value '0' for '--timeout"),
+        (&["measure", "scale_add:N=64", "--target", "host", "--pin-core", "4095"], "cannot pin to CPU 4095"),
+    ];
+    for (args, expect) in cases {
+        let o = scaletune(args);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: `{expect}` not in: {err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+}

@@ -64,6 +64,21 @@ pub fn check_protocol(p: &TimingProtocol) -> Result<(), TimingError> {
     Ok(())
 }
 
+/// Checks that `p.pin_core`, if set, is a CPU this process may run on (for
+/// runs on this machine; an agent checks its own CPUs).
+pub fn check_pin_core_here(p: &TimingProtocol) -> Result<(), TimingError> {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    let Some(core) = p.pin_core else { return Ok(()) };
+    let set = sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map_err(|e| TimingError::BadProtocol(format!("cannot read this process's CPUs: {e}")))?;
+    let allowed: Vec<usize> = (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect();
+    if allowed.contains(&(core as usize)) {
+        return Ok(());
+    }
+    let list = allowed.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+    Err(TimingError::BadProtocol(format!("cannot pin to CPU {core}: this process may run on CPUs {list}")))
+}
+
 /// The driver options that run `p` after the correctness call.
 pub fn driver_args(p: &TimingProtocol) -> Result<Vec<String>, TimingError> {
     check_protocol(p)?;

@@ -60,6 +60,9 @@ impl WorkloadRef {
             if k.is_empty() {
                 return Err(bad("empty parameter name".into()));
             }
+            if overrides.iter().any(|(seen, _)| seen == k) {
+                return Err(bad(format!("parameter `{k}` is given twice")));
+            }
             overrides.push((k.to_string(), v));
         }
         Ok(WorkloadRef { name: name.to_string(), overrides })

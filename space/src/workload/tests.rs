@@ -54,6 +54,8 @@ fn overrides_and_references() {
     assert!(e.contains("not an integer"), "{e}");
     let e = load("nosuch").expect_err("unknown").to_string();
     assert!(e.starts_with("unknown workload `nosuch`"), "{e}");
+    let e = load("matmul:K=4,K=8").expect_err("duplicate").to_string();
+    assert_eq!(e, "bad workload reference `matmul:K=4,K=8`: parameter `K` is given twice");
 }
 
 #[test]

@@ -86,7 +86,7 @@ pub struct MeasureArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Timeout of each run in seconds (the run only, not the build).
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Directory of the artifact cache [default: scaletune-artifacts in the temporary directory].
     #[arg(long)]
@@ -151,6 +151,7 @@ pub(crate) fn runners(
     match kind {
         RunnerKind::Native => {
             scaletune_measure::harness::timing::check_protocol(protocol)?;
+            scaletune_measure::harness::timing::check_pin_core_here(protocol)?;
             Ok((vec![Arc::new(NativeRunner::new(protocol.clone()))], Vec::new()))
         }
         RunnerKind::Qemu => {
@@ -167,7 +168,8 @@ pub(crate) fn runners(
             let (up, down) = rt.block_on(farm.connect(protocol))?;
             let notes: Vec<String> = down.iter().map(|e| format!("agent unavailable: {e}")).collect();
             if up.is_empty() {
-                bail!("no agent of {} answered:\n  {}", path.display(), notes.join("\n  "));
+                let message = format!("no agent of {} answered:\n  {}", path.display(), notes.join("\n  "));
+                return Err(super::Infrastructure(message).into());
             }
             let up: Vec<Arc<dyn Runner>> = up.into_iter().map(|r| Arc::new(r) as Arc<dyn Runner>).collect();
             Ok((up, notes))

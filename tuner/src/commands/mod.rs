@@ -10,3 +10,18 @@ pub mod info;
 pub mod measure;
 pub mod report;
 pub mod tune;
+
+/// A failure of the measuring infrastructure, not of the input or the
+/// candidate (no agent of the farm answered): the command exits with status 3.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Infrastructure(pub String);
+
+/// The exit status of a command's error: 3 for [`Infrastructure`], else 2 (bad input).
+pub fn exit_code_of(e: &anyhow::Error) -> u8 {
+    if e.chain().any(|c| c.downcast_ref::<Infrastructure>().is_some()) {
+        3
+    } else {
+        2
+    }
+}

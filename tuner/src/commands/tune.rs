@@ -73,7 +73,7 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 10)]
     pub min_repeat_ms: u32,
     /// Timeout of each run in seconds.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Threads of parallel loops in timed runs [default: one per CPU];
     /// `--threads 1` tunes single-threaded code. Part of each record's runner.
