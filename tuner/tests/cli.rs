@@ -308,3 +308,48 @@ fn bad_options_exit_2() {
         assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     }
 }
+
+/// Deeply nested input is a syntax error naming the place, not a stack
+/// overflow: a workload expression and a trace argument 50,000 levels deep.
+#[test]
+fn deep_nesting_is_a_syntax_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let deep = format!("{}A[i]{}", "(".repeat(50_000), ")".repeat(50_000));
+    let wl = dir.path().join("deep.toml");
+    std::fs::write(
+        &wl,
+        format!(
+            "compute = [\"Y[i] = {deep}\"]\n[tensors]\nA = {{ dtype = \"f32\", shape = [4] }}\nY = {{ dtype = \"f32\", shape = [4], role = \"output\" }}\n"
+        ),
+    )
+    .expect("writes");
+    let trace = dir.path().join("deep.trace");
+    let factors = format!("{}4{}", "(".repeat(50_000), ")".repeat(50_000));
+    std::fs::write(
+        &trace,
+        format!("b = get_block(\"C\")\ni, j, k = get_loops(b)\ni0, i1 = split(i, factors=[None, {factors}])\n"),
+    )
+    .expect("writes");
+    let lists = dir.path().join("lists.trace");
+    std::fs::write(
+        &lists,
+        format!(
+            "b = get_block(\"C\")\ni, j, k = get_loops(b)\nreorder({}i{})\n",
+            "[".repeat(50_000),
+            "]".repeat(50_000)
+        ),
+    )
+    .expect("writes");
+    let (wl, trace, lists) = (wl.display().to_string(), trace.display().to_string(), lists.display().to_string());
+    for args in [
+        vec!["compile", wl.as_str(), "--target", "host"],
+        vec!["compile", "matmul", "--target", "host", "--schedule", trace.as_str()],
+        vec!["compile", "matmul", "--target", "host", "--schedule", lists.as_str()],
+    ] {
+        let o = scaletune(&args);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", &err[..err.len().min(400)]);
+        assert!(err.contains("nested more than 256 levels deep"), "{args:?}: {}", &err[..err.len().min(400)]);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line");
+    }
+}

@@ -44,13 +44,15 @@ fn parse_term(cur: &mut Cursor, names: &mut dyn NameResolver) -> Result<Expr, Sy
 }
 
 fn parse_unary(cur: &mut Cursor, names: &mut dyn NameResolver) -> Result<Expr, SyntaxError> {
-    if cur.eat("-") {
-        return Ok(match parse_unary(cur, names)? {
-            Expr::Int(v) => Expr::Int(-v),
-            e => Expr::Int(0) - e,
-        });
-    }
-    parse_primary(cur, names)
+    cur.nest(|cur| {
+        if cur.eat("-") {
+            return Ok(match parse_unary(cur, names)? {
+                Expr::Int(v) => Expr::Int(-v),
+                e => Expr::Int(0) - e,
+            });
+        }
+        parse_primary(cur, names)
+    })
 }
 
 fn parse_primary(cur: &mut Cursor, names: &mut dyn NameResolver) -> Result<Expr, SyntaxError> {

@@ -2,16 +2,34 @@
 
 use super::{SyntaxError, Tok, Token};
 
+/// How deeply parentheses, unary minus and lists may nest in any parsed
+/// text; deeper input is a syntax error, not a stack overflow.
+pub const MAX_NESTING: usize = 256;
+
 /// Reads tokens one at a time.
 pub struct Cursor {
     toks: Vec<Token>,
     pos: usize,
+    depth: usize,
 }
 
 impl Cursor {
     /// A cursor at the first token (the vector must end with `Tok::Eof`).
     pub fn new(toks: Vec<Token>) -> Cursor {
-        Cursor { toks, pos: 0 }
+        Cursor { toks, pos: 0, depth: 0 }
+    }
+
+    /// Runs `f` one nesting level deeper: every recursive step of a parser
+    /// goes through here, so input nested beyond [`MAX_NESTING`] levels is
+    /// an error at the token where it gets too deep.
+    pub fn nest<T>(&mut self, f: impl FnOnce(&mut Cursor) -> Result<T, SyntaxError>) -> Result<T, SyntaxError> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.error(&format!("nested more than {MAX_NESTING} levels deep")));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     /// The current token.

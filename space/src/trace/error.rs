@@ -43,8 +43,15 @@ impl fmt::Display for TraceError {
             _ => {}
         }
         if let Some(i) = &self.inst {
-            write!(f, "`{i}`: ")?;
+            // A pathological line (megabytes of parentheses) is quoted by its start.
+            match i.char_indices().nth(MAX_QUOTED) {
+                Some((cut, _)) => write!(f, "`{}...` ({} characters): ", &i[..cut], i.chars().count())?,
+                None => write!(f, "`{i}`: ")?,
+            }
         }
         f.write_str(&self.message)
     }
 }
+
+/// How many characters of an instruction an error message quotes.
+const MAX_QUOTED: usize = 160;

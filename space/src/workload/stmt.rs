@@ -170,14 +170,16 @@ fn term(cur: &mut Cursor, scope: &mut Scope) -> Result<Raw, SyntaxError> {
 }
 
 fn unary(cur: &mut Cursor, scope: &mut Scope) -> Result<Raw, SyntaxError> {
-    let off = cur.offset();
-    if cur.eat("-") {
-        return Ok(match unary(cur, scope)? {
-            Raw::Num(v, _) => Raw::Num(-v, off),
-            x => Raw::Un(super::UnFn::Neg, Box::new(x), off),
-        });
-    }
-    primary(cur, scope)
+    cur.nest(|cur| {
+        let off = cur.offset();
+        if cur.eat("-") {
+            return Ok(match unary(cur, scope)? {
+                Raw::Num(v, _) => Raw::Num(-v, off),
+                x => Raw::Un(super::UnFn::Neg, Box::new(x), off),
+            });
+        }
+        primary(cur, scope)
+    })
 }
 
 fn primary(cur: &mut Cursor, scope: &mut Scope) -> Result<Raw, SyntaxError> {

@@ -89,6 +89,10 @@ pub(super) fn parse_call(cur: &mut Cursor) -> Result<Call, SyntaxError> {
 }
 
 fn parse_arg(cur: &mut Cursor) -> Result<Arg, SyntaxError> {
+    cur.nest(parse_arg_here)
+}
+
+fn parse_arg_here(cur: &mut Cursor) -> Result<Arg, SyntaxError> {
     match cur.peek().tok.clone() {
         Tok::Str(s) => {
             cur.bump();
@@ -147,6 +151,10 @@ fn tterm(cur: &mut Cursor) -> Result<SynExpr, SyntaxError> {
 }
 
 fn tprimary(cur: &mut Cursor) -> Result<SynExpr, SyntaxError> {
+    cur.nest(tprimary_here)
+}
+
+fn tprimary_here(cur: &mut Cursor) -> Result<SynExpr, SyntaxError> {
     match cur.peek().tok.clone() {
         Tok::Int(v) => {
             cur.bump();
