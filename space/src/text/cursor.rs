@@ -24,7 +24,7 @@ impl Cursor {
     /// an error at the token where it gets too deep.
     pub fn nest<T>(&mut self, f: impl FnOnce(&mut Cursor) -> Result<T, SyntaxError>) -> Result<T, SyntaxError> {
         if self.depth >= MAX_NESTING {
-            return Err(self.error(&format!("nested more than {MAX_NESTING} levels deep")));
+            return Err(self.error(format!("nested more than {MAX_NESTING} levels deep")));
         }
         self.depth += 1;
         let r = f(self);
