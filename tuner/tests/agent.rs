@@ -192,3 +192,33 @@ fn measure_through_a_farm_file_uses_the_live_agent() {
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(t.contains("no agent of") && t.contains("gone"), "{t}");
 }
+
+/// Beyond loopback the agent serves HTTPS, or plain HTTP only when told so
+/// explicitly; a token file other users may read is refused.
+#[test]
+fn agent_refuses_unsafe_setups() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).expect("write token");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+            .arg("agent")
+            .arg("--token-file")
+            .arg(&token_file)
+            .args(args)
+            .output()
+            .expect("runs scaletune");
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).to_string())
+    };
+    let (code, err) = run(&["--listen", "0.0.0.0:0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("refusing to listen on 0.0.0.0:0 without TLS") && err.contains("--insecure-plain-http"),
+        "{err}"
+    );
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("has mode 644: other users may read it (chmod 600"), "{err}");
+}

@@ -40,16 +40,24 @@ impl Token {
         Ok(Token(t.into()))
     }
 
-    /// Reads a token file (the whole file, trimmed). Warns when other users may read it.
+    /// Reads a token file (the whole file, trimmed). Refuses a file that
+    /// group or others may read or write, as ssh refuses such keys.
     pub fn from_file(path: &Path) -> Result<Token, AgentError> {
-        let text = std::fs::read_to_string(path)
+        let meta = std::fs::metadata(path)
             .map_err(|e| AgentError::Token(format!("cannot read token file {}: {e}", path.display())))?;
-        if let Ok(meta) = std::fs::metadata(path) {
+        {
             use std::os::unix::fs::PermissionsExt;
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!("token file {} is readable by other users (chmod 600 it)", path.display());
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(AgentError::Token(format!(
+                    "token file {} has mode {mode:03o}: other users may read it (chmod 600 {})",
+                    path.display(),
+                    path.display()
+                )));
             }
         }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AgentError::Token(format!("cannot read token file {}: {e}", path.display())))?;
         Token::new(&text).map_err(|e| AgentError::Token(format!("token file {}: {e}", path.display())))
     }
 
@@ -106,5 +114,24 @@ mod tests {
         assert_eq!(format!("{t:?}"), "Token(..)");
         assert!(Token::new("short").is_err());
         assert!(Token::new("0123456789 abcdef0123").is_err());
+    }
+
+    #[test]
+    fn token_files_others_may_read_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("token");
+        std::fs::write(&path, "0123456789abcdef0123\n").expect("writes");
+        for mode in [0o644, 0o640, 0o604, 0o660] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            let e = Token::from_file(&path).expect_err("refused").to_string();
+            let want = format!(
+                "token file {p} has mode {mode:03o}: other users may read it (chmod 600 {p})",
+                p = path.display()
+            );
+            assert_eq!(e, want);
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert!(Token::from_file(&path).expect("accepted").matches(b"0123456789abcdef0123"));
     }
 }

@@ -22,8 +22,8 @@
 //!   happen before the request body is read, so nothing from an
 //!   unauthenticated client is ever written to disk or run;
 //! - with `--tls-cert`/`--tls-key` it serves HTTPS only (rustls, TLS 1.2+),
-//!   so the token and the artifacts are not sent in clear; it warns when it
-//!   listens beyond loopback without TLS;
+//!   so the token and the artifacts are not sent in clear; it refuses to
+//!   listen beyond loopback without TLS unless `--insecure-plain-http`;
 //! - each artifact runs in a fresh private directory (mode 0700) as a child
 //!   process with a cleared environment and a timeout; a crash or hang kills
 //!   only the child, and the directory is removed afterwards.
@@ -105,13 +105,16 @@ pub struct AgentConfig {
     pub slots: usize,
     /// PEM certificate chain and private key, to serve HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Serve plain HTTP on a non-loopback address (the token and artifacts
+    /// then cross the network in clear); refused without it.
+    pub insecure_plain_http: bool,
 }
 
 impl AgentConfig {
     /// An agent for `target` with `token`, on [`DEFAULT_LISTEN`], one slot, plain HTTP.
     pub fn new(target: Target, token: Token) -> AgentConfig {
         let listen = DEFAULT_LISTEN.parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 7878)));
-        AgentConfig { listen, token, target, vl_bits: Vec::new(), slots: 1, tls: None }
+        AgentConfig { listen, token, target, vl_bits: Vec::new(), slots: 1, tls: None, insecure_plain_http: false }
     }
 
     /// The vector lengths offered: the configured ones (each checked against

@@ -184,6 +184,13 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
 /// TLS identity if any, and serves on the caller's runtime. For the
 /// `scaletune agent` command.
 pub async fn serve_until_signal(config: &AgentConfig) -> Result<(), AgentError> {
+    if config.tls.is_none() && !config.listen.ip().is_loopback() && !config.insecure_plain_http {
+        return Err(AgentError::Token(format!(
+            "refusing to listen on {} without TLS: the token and artifacts would cross the network in clear \
+             (give --tls-cert/--tls-key, listen on loopback behind an SSH tunnel, or --insecure-plain-http)",
+            config.listen
+        )));
+    }
     let agent = Agent::new(config)?;
     let tls = match &config.tls {
         Some((cert, key)) => Some(TlsIdentity::from_pem_files(cert, key)?),

@@ -31,6 +31,9 @@ pub struct AgentArgs {
     /// Vector lengths in bits to offer (comma-separated) [default: this machine's].
     #[arg(long, value_delimiter = ',')]
     pub vl: Vec<u32>,
+    /// Serve plain HTTP on a non-loopback address (token and artifacts in clear).
+    #[arg(long)]
+    pub insecure_plain_http: bool,
 }
 
 /// Runs the agent on the command line's runtime until Ctrl-C or SIGTERM.
@@ -55,6 +58,7 @@ pub fn run(args: &AgentArgs, rt: &Handle) -> anyhow::Result<()> {
     config.slots = args.slots;
     config.vl_bits = args.vl.clone();
     config.tls = args.tls_cert.clone().zip(args.tls_key.clone());
+    config.insecure_plain_http = args.insecure_plain_http;
     rt.block_on(serve_until_signal(&config))?;
     Ok(())
 }
