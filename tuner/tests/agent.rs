@@ -180,6 +180,17 @@ fn measure_through_a_farm_file_uses_the_live_agent() {
     assert!(t.contains("median") && t.contains("3 repeats"), "{t}");
     assert!(t.trim_end().ends_with("verdict: ok"), "{t}");
 
+    // The agent checks a pinned CPU against its own: a clear refusal, never run.
+    let o = Command::new(env!("CARGO_BIN_EXE_scaletune"))
+        .current_dir(&root)
+        .args(["measure", "scale_add:N=1000", "--target", "host", "--runner", "remote", "--pin-core", "4095", "--farm"])
+        .arg(&farm)
+        .output()
+        .expect("runs scaletune");
+    let t = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("cannot pin to CPU 4095"), "{t}");
+
     // A farm file whose only agent is down: a clear error, exit status 3 (infrastructure).
     std::fs::write(&farm, entry("gone", &format!("http://127.0.0.1:{dead}"))).expect("write farm file");
     let o = Command::new(env!("CARGO_BIN_EXE_scaletune"))

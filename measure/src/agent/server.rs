@@ -139,6 +139,9 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
         Ok(a) => a,
         Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
+    if let Err(e) = crate::harness::timing::check_pin_core_here(&req.protocol) {
+        return error(StatusCode::BAD_REQUEST, e.to_string());
+    }
     let queued = Instant::now();
     let wait = Duration::from_millis(req.queue_timeout_ms);
     let permit = match tokio::time::timeout(wait, Arc::clone(&state.slots).acquire_owned()).await {

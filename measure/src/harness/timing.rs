@@ -65,7 +65,7 @@ pub fn check_protocol(p: &TimingProtocol) -> Result<(), TimingError> {
 }
 
 /// Checks that `p.pin_core`, if set, is a CPU this process may run on (for
-/// runs on this machine; an agent checks its own CPUs).
+/// runs on this machine, and by an agent for its own CPUs).
 pub fn check_pin_core_here(p: &TimingProtocol) -> Result<(), TimingError> {
     use nix::sched::{sched_getaffinity, CpuSet};
     let Some(core) = p.pin_core else { return Ok(()) };
