@@ -266,6 +266,21 @@ fn statement(
     // Extents.
     let mut accesses: Vec<(Access, usize)> = vec![(lhs.clone(), raw.lhs_offset)];
     collect_accesses(&rhs_raw, &mut accesses);
+    // Ranks first: inferring extents reads each indexed dimension.
+    for (acc, off) in &accesses {
+        let t = &tensors[acc.tensor.index()];
+        if acc.indices.len() != t.shape.len() {
+            return Err(at(
+                *off,
+                format!(
+                    "`{}` has {} dimension(s) but {} index(es) are given",
+                    t.name,
+                    t.shape.len(),
+                    acc.indices.len()
+                ),
+            ));
+        }
+    }
     let mut extents = Vec::new();
     for (n, (name, off)) in axis_names.iter().enumerate() {
         if let Some((_, v)) = axis_extents.iter().find(|(a, _)| a == name) {
@@ -305,17 +320,6 @@ fn statement(
     let ctx = AxisCtx { extents: &extents, tensors };
     for (acc, off) in &accesses {
         let t = &tensors[acc.tensor.index()];
-        if acc.indices.len() != t.shape.len() {
-            return Err(at(
-                *off,
-                format!(
-                    "`{}` has {} dimension(s) but {} index(es) are given",
-                    t.name,
-                    t.shape.len(),
-                    acc.indices.len()
-                ),
-            ));
-        }
         for (d, idx) in acc.indices.iter().enumerate() {
             match bounds(idx, &ctx, 1) {
                 Some((lo, hi)) if lo >= 0 && hi < t.shape[d] => {}

@@ -117,6 +117,9 @@ fn errors_name_file_line_column_and_problem() {
     assert!(e.contains("unknown field `parms`"), "{e}");
     let e = err(&with_stmt("C[i, j] += f32(A[i, k]) * i32(B[k, j])"));
     assert!(e.contains("operands have different types f32 and i32"), "{e}");
+    // More indices than dimensions on the right-hand side: an error, not a panic.
+    let e = err(&with_stmt("C[i, j] += A[i, k, j] * B[k, j]"));
+    assert_eq!(e, "bad.toml:3:24: `A` has 2 dimension(s) but 3 index(es) are given");
 }
 
 #[test]
