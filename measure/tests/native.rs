@@ -22,6 +22,22 @@ fn quick() -> TimingProtocol {
     }
 }
 
+/// A fixed thread count reaches the kernel's process as the runtime's
+/// variable; without one the variable is not set by the runner.
+#[test]
+fn the_thread_count_reaches_the_run() {
+    let (w, t) = (workload("scale_add:N=64"), target("host"));
+    let vl = t.default_vl_bits[0];
+    // The kernel corrupts its output unless it sees SCALETUNE_NUM_THREADS=3.
+    let check = "const char *v = getenv(\"SCALETUNE_NUM_THREADS\"); if (!v || strcmp(v, \"3\") != 0) y[0] += 1.0f;";
+    let source = format!("#include <stdlib.h>\n#include <string.h>\n{}", scale_add_c(64, check));
+    let built = crafted_built(0, &w, &t, &source, TIMEOUT);
+    let three = NativeRunner::new(TimingProtocol { threads: Some(3), ..quick() }).measure(&built, vl);
+    assert_eq!(three.status, Status::Ok, "{}", three.message);
+    let unset = NativeRunner::new(quick()).measure(&built, vl);
+    assert_eq!(unset.status, Status::WrongResult, "{}", unset.message);
+}
+
 #[test]
 fn timing_follows_the_protocol() {
     let (w, t) = (workload("scale_add:N=4096"), target("host"));

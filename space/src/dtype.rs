@@ -55,6 +55,17 @@ impl DType {
         }
     }
 
+    /// The C type of one element in the kernel ABI (f16 travels as its bits).
+    pub fn c_type(self) -> &'static str {
+        match self {
+            DType::F16 => "uint16_t",
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::I8 => "int8_t",
+            DType::I32 => "int32_t",
+        }
+    }
+
     /// Parses a dtype keyword.
     pub fn parse(s: &str) -> Option<DType> {
         DType::ALL.into_iter().find(|d| d.name() == s)

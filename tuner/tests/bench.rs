@@ -122,4 +122,50 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(!stderr.contains("  tune "), "the second run tuned again:\n{stderr}");
     assert!(stderr.contains("bench: sum_cos:N=256 on host"), "{stderr}");
+
+    // The bench keeps its baselines in its database: the report's leaderboard
+    // gives the tuned kernels' speed-up over OpenBLAS (host matmul) and clang
+    // (host and emulated).
+    let db = dir.path().join("scaletune.db").display().to_string();
+    let rep = dir.path().join("report").display().to_string();
+    let o = scaletune(&["report", "--db", &db, "--out", &rep]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(dir.path().join("report/index.html")).expect("index.html");
+    assert_eq!(page.matches("x openblas").count(), 1, "one host matmul compared with OpenBLAS");
+    assert_eq!(page.matches("x clang-naive").count(), 4, "three host shapes and one emulated compared with clang");
+}
+
+/// `--search-efficiency`: cold-start runs of both strategies, each into its
+/// own database, and the table comparing the trials they need.
+#[test]
+fn search_efficiency_runs_both_strategies_from_cold_starts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().to_str().expect("utf-8").to_string();
+    let args = [
+        "bench",
+        "--search-efficiency",
+        "--trials",
+        "6",
+        "--seeds",
+        "1",
+        "--shapes",
+        "matmul:M=32,N=32,K=16",
+        "--out",
+        &out_dir,
+    ];
+    let o = scaletune(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let masked: Vec<String> =
+        stdout(&o).lines().map(|l| l.split_whitespace().map(mask_numbers).collect::<Vec<_>>().join(" ")).collect();
+    // Which run reaches the goal first depends on timing; the shape does not.
+    let rows: Vec<&String> =
+        masked.iter().filter(|l| l.starts_with("random #") || l.starts_with("evolutionary #")).collect();
+    assert_eq!(rows.len(), 2, "{masked:#?}");
+    assert!(rows[0].starts_with("random # # # GFLOPS"), "{masked:#?}");
+    assert!(rows[1].starts_with("evolutionary # # # GFLOPS"), "{masked:#?}");
+    assert!(masked[0].starts_with("search efficiency of matmul:M=#,N=#,K=#: best of all runs # GFLOPS; goal # GFLOPS"));
+    assert!(masked.last().is_some_and(|l| l.starts_with("random needs #x the trials of evolutionary")), "{masked:#?}");
+    for s in ["random-1.db", "evolutionary-1.db"] {
+        assert!(dir.path().join("search").join(s).exists(), "{s}");
+    }
 }

@@ -351,5 +351,7 @@ fn deep_nesting_is_a_syntax_error() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", &err[..err.len().min(400)]);
         assert!(err.contains("nested more than 256 levels deep"), "{args:?}: {}", &err[..err.len().min(400)]);
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line");
+        // The 100,000-character line is quoted by its start only.
+        assert!(err.len() < 600, "{args:?}: a {}-byte message", err.len());
     }
 }

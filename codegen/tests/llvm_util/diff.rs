@@ -16,16 +16,6 @@ use std::path::Path;
 /// Bytes of guard zone before and after every tensor.
 const GUARD: usize = 256;
 
-fn c_type(d: DType) -> &'static str {
-    match d {
-        DType::F16 => "uint16_t",
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::I8 => "int8_t",
-        DType::I32 => "int32_t",
-    }
-}
-
 /// The C expression of a scalar argument of dtype `d`.
 fn c_scalar(d: DType, v: f64) -> String {
     match d {
@@ -45,7 +35,7 @@ pub fn generic_driver(prog: &Program, args: &[ArgValue]) -> String {
     for (i, (p, a)) in prog.params.iter().zip(args).enumerate() {
         match (p, a) {
             (Param::Tensor(b), ArgValue::Tensor(t)) => {
-                let ty = c_type(prog.buffer(*b).dtype);
+                let ty = prog.buffer(*b).dtype.c_type();
                 decl.push(format!("{ty} *p{i}"));
                 call.push(format!("({ty} *)(b{i} + {GUARD})"));
                 let bytes = t.len() * t.dtype().bytes();
@@ -56,7 +46,7 @@ pub fn generic_driver(prog: &Program, args: &[ArgValue]) -> String {
                     scaletune_codegen::vprog::Elem::Data(d) => d,
                     other => panic!("scalar parameter of type {other}"),
                 };
-                decl.push(format!("{} s{i}", c_type(d)));
+                decl.push(format!("{} s{i}", d.c_type()));
                 call.push(c_scalar(d, *v));
             }
             _ => panic!("argument {i} does not match its parameter"),

@@ -47,17 +47,6 @@ pub(crate) const EXIT_UNSTABLE_OUTPUTS: i32 = 4;
 /// Prefix of every identifier the driver defines (macros in upper case); kernels may not use it.
 const INTERNAL_PREFIX: &str = "scaletune_drv_";
 
-/// The C type of a tensor element.
-fn c_elem_type(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F16 => "uint16_t",
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::I8 => "int8_t",
-        DType::I32 => "int32_t",
-    }
-}
-
 /// Checks that `symbol` is a C identifier the driver can declare.
 fn check_symbol(symbol: &str) -> Result<(), HarnessError> {
     let bad = |why: &str| HarnessError::Unsupported(format!("kernel symbol `{symbol}` {why}"));
@@ -134,7 +123,7 @@ pub fn driver_source(workload: &Workload, symbol: &str) -> Result<String, Harnes
     let mut table = String::new();
     for (i, id) in args.iter().enumerate() {
         let t = workload.tensor(*id);
-        let ty = c_elem_type(t.dtype);
+        let ty = t.dtype.c_type();
         params.push(format!("{ty} *t{i}"));
         call_args.push(format!("({ty} *){INTERNAL_PREFIX}args[{i}].data"));
         let bytes = t.len() * t.dtype.bytes();

@@ -140,12 +140,10 @@ impl BenchOptions {
                 rounds: 1,
                 protocol: TimingProtocol {
                     warmup: 1,
-                    number: 1,
                     repeat: 3,
                     min_repeat_ms: 2,
-                    flush_cache: false,
-                    pin_core: None,
                     threads: Some(1),
+                    ..TimingProtocol::default()
                 },
                 peak_iterations: 2_000_000,
                 timeout: Duration::from_secs(60),
@@ -160,12 +158,10 @@ impl BenchOptions {
             rounds: 3,
             protocol: TimingProtocol {
                 warmup: 1,
-                number: 1,
                 repeat: 5,
                 min_repeat_ms: 50,
-                flush_cache: false,
-                pin_core: None,
                 threads: Some(1),
+                ..TimingProtocol::default()
             },
             peak_iterations: 20_000_000,
             timeout: Duration::from_secs(300),

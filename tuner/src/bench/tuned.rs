@@ -70,12 +70,10 @@ pub fn job_config(reference: &str, target: &str, runner: RunnerKind, vls: &[u32]
         builders,
         protocol: TimingProtocol {
             warmup: 1,
-            number: 1,
             repeat: 5,
             min_repeat_ms: 10,
-            flush_cache: false,
-            pin_core: None,
             threads: Some(1),
+            ..TimingProtocol::default()
         },
         timeout_s: 60,
     }

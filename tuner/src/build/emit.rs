@@ -33,16 +33,6 @@ struct Param {
     about: String,
 }
 
-fn c_elem(d: DType) -> &'static str {
-    match d {
-        DType::F16 => "uint16_t",
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::I8 => "int8_t",
-        DType::I32 => "int32_t",
-    }
-}
-
 fn rust_elem(d: DType) -> &'static str {
     match d {
         DType::F16 => "u16",
@@ -66,7 +56,7 @@ fn params(w: &Workload) -> Vec<Param> {
         }
         out.push(Param {
             name: t.name.clone(),
-            c: format!("{}{} *", if output { "" } else { "const " }, c_elem(t.dtype)),
+            c: format!("{}{} *", if output { "" } else { "const " }, t.dtype.c_type()),
             rust: format!("{} {}", if output { "*mut" } else { "*const" }, rust_elem(t.dtype)),
             about: format!("{}[{}] {}{}", t.dtype, shape.join(", "), if output { "output" } else { "input" }, note),
         });

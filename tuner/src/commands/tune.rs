@@ -133,12 +133,10 @@ impl TuneArgs {
             builders,
             protocol: TimingProtocol {
                 warmup: 1,
-                number: 1,
                 repeat: self.repeat.max(1),
                 min_repeat_ms: self.min_repeat_ms,
-                flush_cache: false,
-                pin_core: None,
                 threads: self.threads,
+                ..TimingProtocol::default()
             },
             timeout_s: self.timeout,
         })
