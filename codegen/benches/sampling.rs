@@ -2,7 +2,8 @@
 //! the vector program (matmul 512x512x512 on neoverse-v1).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use scaletune_codegen::lower::lower;
+use scaletune_codegen::lower::{lower, lower_unoptimized};
+use scaletune_codegen::vprog::optimize;
 use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_space::design::DesignSpace;
@@ -25,6 +26,25 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let s = space.sample(&mut rng).expect("samples");
             black_box(lower(&s.nest, "k").expect("lowers"))
+        })
+    });
+    // The stages of lowering, over a fixed set of samples.
+    let mut rng = task_rng(3, 0);
+    let samples: Vec<_> = (0..64).map(|_| space.sample(&mut rng).expect("samples")).collect();
+    let mut i = 0;
+    g.bench_function("lower_unoptimized", |b| {
+        b.iter(|| {
+            i = (i + 1) % samples.len();
+            black_box(lower_unoptimized(&samples[i].nest, "k").expect("lowers"))
+        })
+    });
+    let progs: Vec<_> = samples.iter().map(|s| lower_unoptimized(&s.nest, "k").expect("lowers")).collect();
+    g.bench_function("optimize", |b| {
+        b.iter(|| {
+            i = (i + 1) % progs.len();
+            let mut p = progs[i].clone();
+            optimize(&mut p);
+            black_box(p)
         })
     });
     g.finish();

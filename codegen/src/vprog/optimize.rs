@@ -19,21 +19,23 @@
 //!   where the earlier one's value is current (within that list).
 
 use super::types::{BinOp, Const, LoopHint, Op, Program, Reg, Stmt, Ty};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::hash::{Hash, Hasher};
 
 /// Optimizes `prog` in place.
 pub fn optimize(prog: &mut Program) {
     let defs = Defs::of(prog);
     let body = std::mem::take(&mut prog.body);
-    let body = hoist(body, &defs, false);
+    let mut place = Placement::of(prog.regs.len(), &body);
+    let body = hoist(body, &defs, &mut place, 0, &mut 0, false);
     let scopes = Scopes::of(prog.regs.len(), &body);
     let mut cse = Cse {
         prog,
         defs: &defs,
         scopes: &scopes,
         table: Vec::new(),
-        index: HashMap::new(),
-        renames: HashMap::new(),
+        index: FxHashMap::default(),
+        renames: FxHashMap::default(),
         next_list: 0,
         in_parallel: false,
     };
@@ -49,13 +51,13 @@ struct Defs {
     /// Loops whose variable it is.
     loops: Vec<u32>,
     /// Registers with one definition, an integer constant.
-    consts: HashMap<Reg, i64>,
+    consts: FxHashMap<Reg, i64>,
 }
 
 impl Defs {
     fn of(prog: &Program) -> Defs {
         let n = prog.regs.len();
-        let mut d = Defs { assigns: vec![0; n], loops: vec![0; n], consts: HashMap::new() };
+        let mut d = Defs { assigns: vec![0; n], loops: vec![0; n], consts: FxHashMap::default() };
         let mut consts = Vec::new();
         super::walk(&prog.body, &mut |s| match s {
             Stmt::Assign { dst, op } => {
@@ -99,21 +101,85 @@ impl Defs {
     }
 }
 
-/// Registers assigned anywhere in `stmts` (loop variables included).
-fn assigned_in(stmts: &[Stmt]) -> HashSet<Reg> {
-    let mut out = HashSet::new();
-    super::walk(stmts, &mut |s| out.extend(s.def()));
-    out
+/// Where registers are assigned, by loop: loops are numbered in depth-first
+/// order (the program's body is 0, each loop one more than the last loop
+/// entered before it), so the loops nested in loop `k` are `k+1 .. end[k]`,
+/// and a register is assigned inside loop `k` when one of its assignments is
+/// in a loop of that range. Hoisting an assignment out of a loop renumbers
+/// it to the enclosing loop.
+struct Placement {
+    /// For loop `k`, one past the last loop nested in it.
+    end: Vec<u32>,
+    /// The loop of each register's assignment (a loop variable: its own
+    /// loop); `NONE` for parameters.
+    single: Vec<u32>,
+    /// Registers assigned more than once: every loop they are assigned in.
+    multi: FxHashMap<Reg, Vec<u32>>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Placement {
+    fn of(n_regs: usize, body: &[Stmt]) -> Placement {
+        let mut p = Placement { end: vec![0], single: vec![NONE; n_regs], multi: FxHashMap::default() };
+        p.list(body, 0);
+        p.end[0] = p.end.len() as u32;
+        p
+    }
+
+    fn list(&mut self, stmts: &[Stmt], at: u32) {
+        for st in stmts {
+            match st {
+                Stmt::Loop { var, body, .. } => {
+                    let id = self.end.len() as u32;
+                    self.end.push(0);
+                    self.place(*var, id);
+                    self.list(body, id);
+                    self.end[id as usize] = self.end.len() as u32;
+                }
+                Stmt::If { then_body, else_body, .. } => {
+                    self.list(then_body, at);
+                    self.list(else_body, at);
+                }
+                Stmt::Assign { dst, .. } => self.place(*dst, at),
+                _ => {}
+            }
+        }
+    }
+
+    fn place(&mut self, r: Reg, at: u32) {
+        let slot = &mut self.single[r.0 as usize];
+        if let Some(all) = self.multi.get_mut(&r) {
+            all.push(at);
+        } else if *slot == NONE {
+            *slot = at;
+        } else {
+            self.multi.insert(r, vec![*slot, at]);
+        }
+    }
+
+    /// True if `r` is assigned inside loop `k` (its body or deeper).
+    fn inside(&self, r: Reg, k: u32) -> bool {
+        let range = k..self.end[k as usize];
+        match self.multi.get(&r) {
+            Some(all) => all.iter().any(|l| range.contains(l)),
+            None => range.contains(&self.single[r.0 as usize]),
+        }
+    }
 }
 
 /// Moves loop-invariant assignments in front of their loops, innermost
-/// loops first; `stmts` is the body of a parallel loop if `parallel_body`.
-fn hoist(stmts: Vec<Stmt>, defs: &Defs, parallel_body: bool) -> Vec<Stmt> {
+/// loops first; `stmts` is the list of loop `at` (0: the program's body),
+/// the body of a parallel loop if `parallel_body`. `next` numbers loops as
+/// [`Placement`] does.
+fn hoist(stmts: Vec<Stmt>, defs: &Defs, place: &mut Placement, at: u32, next: &mut u32, parallel_body: bool) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(stmts.len());
     for s in stmts {
         match s {
             Stmt::Loop { var, start, end, body, hint } => {
-                let body = hoist(body, defs, hint == LoopHint::Parallel);
+                *next += 1;
+                let id = *next;
+                let body = hoist(body, defs, place, id, next, hint == LoopHint::Parallel);
                 // Nothing leaves a parallel loop (it would become a captured
                 // value of the outlined body), and nothing moves into its body
                 // (LLVM hoists better from the loops of the outlined function).
@@ -121,19 +187,19 @@ fn hoist(stmts: Vec<Stmt>, defs: &Defs, parallel_body: bool) -> Vec<Stmt> {
                     out.push(Stmt::Loop { var, start, end, body, hint });
                     continue;
                 }
-                let mut inside = assigned_in(&body);
-                inside.insert(var);
                 let mut kept = Vec::with_capacity(body.len());
                 for st in body {
                     let invariant = match &st {
                         Stmt::Assign { dst, op } => {
-                            defs.single(*dst) && defs.movable(op) && op.operands().iter().all(|r| !inside.contains(r))
+                            defs.single(*dst)
+                                && defs.movable(op)
+                                && op.operands().iter().all(|r| !place.inside(*r, id))
                         }
                         _ => false,
                     };
                     match (invariant, st.def()) {
                         (true, Some(dst)) => {
-                            inside.remove(&dst);
+                            place.single[dst.0 as usize] = at;
                             out.push(st);
                         }
                         _ => kept.push(st),
@@ -143,8 +209,8 @@ fn hoist(stmts: Vec<Stmt>, defs: &Defs, parallel_body: bool) -> Vec<Stmt> {
             }
             Stmt::If { cond, then_body, else_body } => out.push(Stmt::If {
                 cond,
-                then_body: hoist(then_body, defs, false),
-                else_body: hoist(else_body, defs, false),
+                then_body: hoist(then_body, defs, place, at, next, false),
+                else_body: hoist(else_body, defs, place, at, next, false),
             }),
             other => out.push(other),
         }
@@ -209,9 +275,9 @@ struct Cse<'a> {
     scopes: &'a Scopes,
     /// Available values, innermost list last.
     table: Vec<Available>,
-    /// Positions in `table` by the printed type and operation.
-    index: HashMap<String, Vec<usize>>,
-    renames: HashMap<Reg, Reg>,
+    /// Positions in `table` by the hash of the type and operation.
+    index: FxHashMap<u64, Vec<usize>>,
+    renames: FxHashMap<Reg, Reg>,
     next_list: u32,
     /// Inside a parallel loop: only values of the same list are reused.
     in_parallel: bool,
@@ -246,8 +312,7 @@ impl Cse<'_> {
             stmts.push(st);
         }
         for a in self.table.drain(mark..) {
-            let key = format!("{:?} {:?}", a.ty, a.op);
-            if let Some(at) = self.index.get_mut(&key) {
+            if let Some(at) = self.index.get_mut(&key_of(&a.ty, &a.op)) {
                 at.pop();
             }
         }
@@ -261,7 +326,7 @@ impl Cse<'_> {
             return false;
         }
         let ty = self.prog.ty(dst);
-        let key = format!("{ty:?} {op:?}");
+        let key = key_of(&ty, op);
         let found = self.index.get(&key).and_then(|at| {
             at.iter()
                 .map(|i| &self.table[*i])
@@ -281,4 +346,13 @@ impl Cse<'_> {
             }
         }
     }
+}
+
+/// The hash of a type and operation (the CSE table's key; equal pairs are
+/// confirmed by comparison).
+fn key_of(ty: &Ty, op: &Op) -> u64 {
+    let mut h = FxHasher::default();
+    ty.hash(&mut h);
+    op.hash(&mut h);
+    h.finish()
 }

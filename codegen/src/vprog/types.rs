@@ -232,6 +232,25 @@ pub enum Const {
     Bool(bool),
 }
 
+/// Consistent with `PartialEq`: `0.0` and `-0.0` are equal and hash alike
+/// (NaN equals nothing, so its hash is free).
+impl std::hash::Hash for Const {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Const::Float(v, d) => {
+                (if *v == 0.0 { 0 } else { v.to_bits() }).hash(h);
+                d.hash(h);
+            }
+            Const::Int(v, e) => {
+                v.hash(h);
+                e.hash(h);
+            }
+            Const::Bool(b) => b.hash(h),
+        }
+    }
+}
+
 impl Const {
     /// The element type of the constant.
     pub fn elem(&self) -> Elem {
@@ -316,7 +335,7 @@ pub enum ReduceOp {
 }
 
 /// An operation producing one value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Op {
     /// Copy of another register (same type).
     Copy(Reg),
