@@ -7,7 +7,7 @@
 //! removes the listed directories before the process exits, since an exit
 //! runs no destructors.
 
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -27,9 +27,12 @@ pub struct ScratchDir {
 }
 
 impl ScratchDir {
-    /// A new directory `PREFIX...` in the system's temporary directory.
+    /// A new directory `PREFIX...` in the system's temporary directory,
+    /// mode 0700 (private to this user, whatever the umask).
     pub fn new(prefix: &str) -> std::io::Result<ScratchDir> {
-        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o700);
+        let dir = tempfile::Builder::new().prefix(prefix).permissions(private).tempdir()?;
         lock(&SCRATCH).insert(dir.path().to_path_buf());
         Ok(ScratchDir { dir })
     }
@@ -63,11 +66,13 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Runs `cmd` to completion like [`std::process::Command::output`], listing
-/// the child while it runs (so that an interrupt kills it too).
+/// Runs `cmd` to completion like [`std::process::Command::output`], in a
+/// process group of its own, listing the child while it runs (so that an
+/// interrupt kills it and what it started).
 pub fn output(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    use std::os::unix::process::CommandExt;
     use std::process::Stdio;
-    let child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).spawn()?;
     let _listed = ChildGuard::new(child.id());
     child.wait_with_output()
 }
@@ -80,9 +85,19 @@ pub fn on_interrupt() {
     kill_and_remove(children, dirs);
 }
 
-/// Kills `children` and removes `dirs`.
+/// Kills (SIGKILL) the process group that the child `pid` leads, as every
+/// child of [`crate::process`] and [`output`] does. An error means the group
+/// is already gone.
+pub(crate) fn kill_process_group(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Kills `children` with their process groups and removes `dirs`.
 fn kill_and_remove(children: BTreeSet<u32>, dirs: BTreeSet<PathBuf>) {
     for pid in children {
+        kill_process_group(pid);
         if let Ok(pid) = i32::try_from(pid) {
             // A child that already exited is reaped by its waiter; an error changes nothing.
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
@@ -121,6 +136,8 @@ mod tests {
     fn scratch_directories_are_listed_while_they_live_and_removed_on_interrupt() {
         let kept = ScratchDir::new("scaletune-cleanup-test-").expect("dir");
         let path = kept.path().to_path_buf();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).expect("dir").permissions());
+        assert_eq!(mode & 0o777, 0o700, "scratch directories are private");
         assert!(lock(&SCRATCH).contains(&path));
         let dropped = ScratchDir::new("scaletune-cleanup-test-").expect("dir");
         let dropped_path = dropped.path().to_path_buf();

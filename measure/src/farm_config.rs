@@ -9,7 +9,13 @@
 //! url = "https://graviton3.lab:7878"
 //! token_file = "tokens/graviton3.token"   # relative to the farm file; `~/` is $HOME
 //! ca_cert = "certs/farm-ca.pem"           # optional: PEM CA (or self-signed) certificate to trust
+//! # insecure_plain_http = true            # optional: allow http:// to a host beyond loopback
 //! ```
+//!
+//! A plain `http://` URL would send the token (and the artifacts) in clear:
+//! it is refused for any host but loopback (`localhost`, `127.0.0.0/8`,
+//! `::1`, as through an SSH tunnel) unless the agent's entry says
+//! `insecure_plain_http = true`.
 
 use crate::agent::Token;
 use crate::protocol::TimingProtocol;
@@ -53,6 +59,17 @@ pub struct AgentEntry {
     /// PEM certificate to trust for this agent (resolved like `token_file`).
     #[serde(default)]
     pub ca_cert: Option<PathBuf>,
+    /// Send the token over plain HTTP to a host beyond loopback (refused without it).
+    #[serde(default)]
+    pub insecure_plain_http: bool,
+}
+
+/// Whether `url` (already known to start with `http://`) names a loopback host.
+fn is_loopback_url(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else { return false };
+    let host = parsed.host_str().unwrap_or("");
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A parsed farm file.
@@ -122,6 +139,13 @@ impl FarmConfig {
             if !(a.url.starts_with("http://") || a.url.starts_with("https://")) {
                 return Err(invalid(format!(
                     "agent `{}`: url `{}` must start with http:// or https://",
+                    a.name, a.url
+                )));
+            }
+            if a.url.starts_with("http://") && !a.insecure_plain_http && !is_loopback_url(&a.url) {
+                return Err(invalid(format!(
+                    "agent `{}`: refusing to send the token in clear to {} (use https://, reach the agent \
+                     through an SSH tunnel on loopback, or set insecure_plain_http = true)",
                     a.name, a.url
                 )));
             }
@@ -212,5 +236,30 @@ mod tests {
         let c = FarmConfig::parse(a, Path::new("/x"), "f.toml").expect("ok");
         assert_eq!(c.agents[0].token_file, PathBuf::from("/x/t"));
         assert_eq!(c.agents[0].ca_cert, None);
+    }
+
+    #[test]
+    fn plain_http_beyond_loopback_needs_the_flag() {
+        let entry =
+            |url: &str, extra: &str| format!("[[agent]]\nname = \"a\"\nurl = \"{url}\"\ntoken_file = \"t\"\n{extra}");
+        let parse = |text: &str| FarmConfig::parse(text, Path::new("."), "f.toml").map_err(|e| e.to_string());
+        for loopback in ["http://127.0.0.1:7878", "http://127.3.4.5:1", "http://localhost:7878", "http://[::1]:7878"] {
+            assert!(parse(&entry(loopback, "")).is_ok(), "{loopback}");
+        }
+        for far in
+            ["http://10.0.0.7:7878", "http://graviton3.lab:7878", "http://[2001:db8::1]:7878", "http://0.0.0.0:1"]
+        {
+            let err = parse(&entry(far, "")).expect_err(far);
+            assert_eq!(
+                err,
+                format!(
+                    "farm file f.toml: agent `a`: refusing to send the token in clear to {far} (use https://, \
+                     reach the agent through an SSH tunnel on loopback, or set insecure_plain_http = true)"
+                )
+            );
+            let c = parse(&entry(far, "insecure_plain_http = true")).expect("allowed with the flag");
+            assert!(c.agents[0].insecure_plain_http);
+            assert!(parse(&entry(&far.replace("http://", "https://"), "")).is_ok(), "TLS needs no flag");
+        }
     }
 }

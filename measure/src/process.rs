@@ -1,14 +1,22 @@
 //! Running a child process with a timeout, capturing its output and naming the signal that killed it.
+//!
+//! Every child runs in a process group of its own, and every kill (timeout,
+//! cancellation, interrupt) kills the whole group, so whatever the child
+//! started ends with it.
 
 use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
 
 /// At most this many bytes of each of stdout and stderr are kept.
 const CAPTURE_LIMIT: usize = 64 * 1024;
+
+/// How often a cancellable wait looks at its cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// How a child process ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +29,9 @@ pub(crate) enum Ending {
     TimedOut,
     /// It could not be started or waited for.
     Failed(String),
+    /// Its run was cancelled (the requester went away or the process is
+    /// stopping) and it was killed.
+    Cancelled,
 }
 
 /// The outcome of one run.
@@ -60,25 +71,37 @@ fn joined(handle: Option<JoinHandle<Vec<u8>>>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Kills `child` and its process group (SIGKILL); errors mean it already ended.
+fn kill_group(child: &mut Child) {
+    crate::cleanup::kill_process_group(child.id());
+    let _ = child.kill();
+}
+
 /// Waits for `child` until `timeout` after `start` (with `wait-timeout`,
 /// which may wake a little early: it waits again until the time is really
-/// up); kills it when the time is up.
-fn wait_with_timeout(child: &mut Child, timeout: Duration, start: Instant) -> Ending {
+/// up), or until `cancel` is set (looked at every [`CANCEL_POLL`]); kills
+/// its process group when the time is up or the run is cancelled.
+fn wait_with_timeout(child: &mut Child, timeout: Duration, start: Instant, cancel: Option<&AtomicBool>) -> Ending {
     loop {
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            kill_group(child);
+            let _ = child.wait();
+            return Ending::Cancelled;
+        }
         let remaining = timeout.saturating_sub(start.elapsed());
-        match child.wait_timeout(remaining) {
+        let slice = if cancel.is_some() { remaining.min(CANCEL_POLL) } else { remaining };
+        match child.wait_timeout(slice) {
             Ok(Some(status)) => return ending_of(status),
             Ok(None) if start.elapsed() < timeout => continue,
             Ok(None) => {
-                // kill() fails only if the child already exited; wait() reaps it either way.
-                let _ = child.kill();
+                kill_group(child);
                 return match child.wait() {
                     Ok(status) if status.signal().is_none() => ending_of(status),
                     _ => Ending::TimedOut,
                 };
             }
             Err(e) => {
-                let _ = child.kill();
+                kill_group(child);
                 let _ = child.wait();
                 return Ending::Failed(format!("cannot wait for the process: {e}"));
             }
@@ -94,9 +117,20 @@ fn ending_of(status: ExitStatus) -> Ending {
     }
 }
 
-/// Runs `cmd` (stdin closed, stdout and stderr captured) with a timeout.
-pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> RawRun {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+/// Runs `cmd` (stdin closed, stdout and stderr captured, in a process
+/// group of its own) with a timeout.
+pub(crate) fn run_with_timeout(cmd: Command, timeout: Duration) -> RawRun {
+    run(cmd, timeout, None)
+}
+
+/// [`run_with_timeout`] that also ends, killing the child's process group,
+/// as soon as `cancel` is set; the ending is then [`Ending::Cancelled`].
+pub(crate) fn run_cancellable(cmd: Command, timeout: Duration, cancel: &AtomicBool) -> RawRun {
+    run(cmd, timeout, Some(cancel))
+}
+
+fn run(mut cmd: Command, timeout: Duration, cancel: Option<&AtomicBool>) -> RawRun {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let start = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -113,7 +147,7 @@ pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> RawRun {
     let listed = crate::cleanup::ChildGuard::new(child.id());
     let out = capture(child.stdout.take());
     let err = capture(child.stderr.take());
-    let ending = wait_with_timeout(&mut child, timeout, start);
+    let ending = wait_with_timeout(&mut child, timeout, start, cancel);
     drop(listed);
     let wall_time = start.elapsed();
     RawRun { ending, stdout: joined(out), stderr: joined(err), wall_time }
@@ -166,6 +200,53 @@ mod tests {
         let r = run_with_timeout(cmd, Duration::from_millis(200));
         assert_eq!(r.ending, Ending::TimedOut);
         assert!(r.wall_time < Duration::from_secs(5), "{:?}", r.wall_time);
+    }
+
+    /// Reads the pid a test script printed and waits up to 5 s for it to be gone.
+    fn gone(pid_text: &str) -> bool {
+        let pid: u32 = pid_text.trim().parse().expect("a pid");
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting for init to reap it.
+            if state.is_empty() || state.split(' ').nth(2) == Some("Z") {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn a_timeout_kills_what_the_child_started_too() {
+        let mut cmd = Command::new("sh");
+        // The grandchild's pid goes to stdout before the shell waits for it.
+        cmd.args(["-c", "sleep 30 & echo $!; wait"]);
+        let r = run_with_timeout(cmd, Duration::from_millis(300));
+        assert_eq!(r.ending, Ending::TimedOut);
+        assert!(gone(&r.stdout), "the grandchild {} outlived the timeout", r.stdout.trim());
+    }
+
+    #[test]
+    fn cancelling_ends_the_run_and_its_process_group() {
+        let cancel = std::sync::Arc::new(AtomicBool::new(false));
+        let setter = std::sync::Arc::clone(&cancel);
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            setter.store(true, Ordering::Relaxed);
+        });
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & echo $!; wait"]);
+        let r = run_cancellable(cmd, Duration::from_secs(60), &cancel);
+        t.join().expect("setter");
+        assert_eq!(r.ending, Ending::Cancelled);
+        assert!(r.wall_time < Duration::from_secs(5), "{:?}", r.wall_time);
+        assert!(gone(&r.stdout), "the grandchild {} outlived the cancellation", r.stdout.trim());
+        // Not cancelled: it runs to its end.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "exit 3"]);
+        let r = run_cancellable(cmd, Duration::from_secs(10), &AtomicBool::new(false));
+        assert_eq!(r.ending, Ending::Exited(3));
     }
 
     #[test]

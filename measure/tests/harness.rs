@@ -368,6 +368,16 @@ fn work_directories_are_removed_or_kept_as_asked() {
         .collect();
     names.sort();
     assert_eq!(names, vec!["driver", "driver.c", "input.bin", "kernel.o"]);
+    // The driver writes its outputs private to its user (0600), whatever the umask.
+    let out = keep.path().join("out.bin");
+    let status = std::process::Command::new(keep.path().join("driver"))
+        .arg(keep.path().join("input.bin"))
+        .arg(&out)
+        .status()
+        .expect("runs the driver");
+    assert!(status.success(), "{status}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&out).expect("output").permissions());
+    assert_eq!(mode & 0o777, 0o600);
 
     // A relative work dir (the driver runs inside it, so paths must not stay relative).
     let keep = tempfile::tempdir().expect("temp dir");

@@ -14,6 +14,7 @@
 use crate::harness::ProcessEnding;
 use crate::protocol::TimingProtocol;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// Version of this API; an agent and a client with different versions refuse to work together.
 pub const API_VERSION: u32 = 1;
@@ -26,6 +27,23 @@ pub const RUN_PATH: &str = "/run";
 
 /// Largest request body the agent accepts (executable + input, base64-encoded).
 pub const MAX_REQUEST_BYTES: usize = 512 * 1024 * 1024;
+
+/// Most vector lengths one request may ask for (each at most once): SVE has
+/// 16 lengths (128 to 2048 bits), and an agent offers at most those.
+pub const MAX_VLS_PER_REQUEST: usize = 16;
+
+/// Longest label, in bytes.
+pub const MAX_LABEL_BYTES: usize = 256;
+
+/// Longest timeout of one run (one vector length).
+pub const MAX_RUN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// Longest time all the runs of one request may take together
+/// (vector lengths x timeout).
+pub const MAX_REQUEST_RUN_TIME: Duration = Duration::from_secs(24 * 3600);
+
+/// Longest time a request may wait for a free slot.
+pub const MAX_QUEUE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// What an agent runs: the target as the client's compiler knew it.
 ///
@@ -93,6 +111,51 @@ pub struct RunRequest {
     pub timeout_ms: u64,
     /// How long the request may wait for a free slot before the agent answers 503.
     pub queue_timeout_ms: u64,
+}
+
+impl RunRequest {
+    /// Checks the request against the limits of this module and the vector
+    /// lengths an agent `offers`: at least one and at most
+    /// [`MAX_VLS_PER_REQUEST`] vector lengths, each offered and none twice,
+    /// a label of at most [`MAX_LABEL_BYTES`], a run timeout between 1 ms and
+    /// [`MAX_RUN_TIMEOUT`], all runs together within
+    /// [`MAX_REQUEST_RUN_TIME`], a queue timeout within [`MAX_QUEUE_TIMEOUT`].
+    /// The error says which limit the request broke.
+    pub fn check(&self, offers: &[u32]) -> Result<(), String> {
+        let n = self.vl_bits.len();
+        if n == 0 {
+            return Err("no vector lengths to run at".into());
+        }
+        if n > MAX_VLS_PER_REQUEST {
+            return Err(format!("{n} vector lengths requested; at most {MAX_VLS_PER_REQUEST} per request"));
+        }
+        for (i, vl) in self.vl_bits.iter().enumerate() {
+            if !offers.contains(vl) {
+                return Err(format!("this agent does not run at VL {vl} (it offers {offers:?})"));
+            }
+            if self.vl_bits[..i].contains(vl) {
+                return Err(format!("VL {vl} is requested twice"));
+            }
+        }
+        if self.label.len() > MAX_LABEL_BYTES {
+            return Err(format!("the label has {} bytes; at most {MAX_LABEL_BYTES}", self.label.len()));
+        }
+        let timeout = Duration::from_millis(self.timeout_ms);
+        if timeout.is_zero() || timeout > MAX_RUN_TIMEOUT {
+            let max = MAX_RUN_TIMEOUT.as_millis();
+            return Err(format!("timeout_ms {} is out of range (1 to {max})", self.timeout_ms));
+        }
+        // n <= 16, so the product cannot overflow.
+        if timeout * n as u32 > MAX_REQUEST_RUN_TIME {
+            let hours = MAX_REQUEST_RUN_TIME.as_secs() / 3600;
+            return Err(format!("{n} runs of up to {} ms exceed the {hours} h a request may take", self.timeout_ms));
+        }
+        if Duration::from_millis(self.queue_timeout_ms) > MAX_QUEUE_TIMEOUT {
+            let max = MAX_QUEUE_TIMEOUT.as_millis();
+            return Err(format!("queue_timeout_ms {} is out of range (0 to {max})", self.queue_timeout_ms));
+        }
+        Ok(())
+    }
 }
 
 /// One run of a [`RunRequest`].
@@ -166,6 +229,40 @@ mod base64_opt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request(vls: &[u32]) -> RunRequest {
+        RunRequest {
+            label: "c1".into(),
+            executable: vec![1],
+            input: vec![],
+            vl_bits: vls.to_vec(),
+            protocol: TimingProtocol::default(),
+            timeout_ms: 1000,
+            queue_timeout_ms: 1000,
+        }
+    }
+
+    #[test]
+    fn requests_beyond_the_limits_are_refused_naming_the_limit() {
+        let offers: Vec<u32> = (1..=16).map(|i| i * 128).collect();
+        assert_eq!(request(&[128, 256]).check(&offers), Ok(()));
+        assert_eq!(request(&offers).check(&offers), Ok(()), "every offered VL once");
+        let err = |r: RunRequest| r.check(&offers).expect_err("refused");
+        assert_eq!(err(request(&[])), "no vector lengths to run at");
+        assert_eq!(err(request(&vec![128; 100_000])), "100000 vector lengths requested; at most 16 per request");
+        assert_eq!(err(request(&[128, 256, 128])), "VL 128 is requested twice");
+        assert_eq!(err(request(&[96])), format!("this agent does not run at VL 96 (it offers {offers:?})"));
+        let long = RunRequest { label: "x".repeat(60_000), ..request(&[128]) };
+        assert_eq!(err(long), "the label has 60000 bytes; at most 256");
+        for bad in [0, 24 * 3600 * 1000 + 1, u64::MAX] {
+            let r = RunRequest { timeout_ms: bad, ..request(&[128]) };
+            assert_eq!(err(r), format!("timeout_ms {bad} is out of range (1 to 86400000)"));
+        }
+        let r = RunRequest { timeout_ms: 6 * 3600 * 1000, ..request(&[128, 256, 384, 512, 640]) };
+        assert_eq!(err(r), "5 runs of up to 21600000 ms exceed the 24 h a request may take");
+        let r = RunRequest { queue_timeout_ms: u64::MAX, ..request(&[128]) };
+        assert_eq!(err(r), format!("queue_timeout_ms {} is out of range (0 to 3600000)", u64::MAX));
+    }
 
     #[test]
     fn binary_fields_travel_as_base64() {

@@ -5,16 +5,19 @@
 //! vector length is one child process started with the driver's timing
 //! options, a cleared environment, the directory as its working directory
 //! and stdin closed, killed at its timeout (the same process code as the
-//! native runner: `process::run_with_timeout`). The timeout starts when
-//! the child is spawned, never while the request waited for a slot.
+//! native runner, in a process group of its own). The timeout starts when
+//! the child is spawned, never while the request waited for a slot. A run
+//! whose cancellation flag is set (its client went away, or the agent's
+//! drain deadline passed) is killed at once and the rest are not started.
 
 use super::api::{RunRequest, VlRun};
 use crate::harness::ProcessEnding;
-use crate::process::{run_with_timeout, Ending};
+use crate::process::{run_cancellable, Ending};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How often a spawn that hit `ETXTBSY` is retried (a concurrent fork in the
@@ -32,9 +35,23 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Runs the request's executable at each vector length (blocking). An `Err`
-/// is a failure of the agent (its disk), not of the candidate.
-pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<VlRun>, String> {
+/// Why [`execute`] did not return runs.
+#[derive(Debug)]
+pub(super) enum ExecError {
+    /// The agent's own failure (its disk), not the candidate's.
+    Agent(String),
+    /// The run was cancelled before it ended.
+    Cancelled,
+}
+
+/// Runs the request's executable at each vector length (blocking) until
+/// done or `cancel` is set.
+pub(super) fn execute(req: &RunRequest, driver_args: &[String], cancel: &AtomicBool) -> Result<Vec<VlRun>, ExecError> {
+    execute_runs(req, driver_args, cancel).map_err(ExecError::Agent)?.ok_or(ExecError::Cancelled)
+}
+
+/// [`execute`], with `None` for a cancelled run.
+fn execute_runs(req: &RunRequest, driver_args: &[String], cancel: &AtomicBool) -> Result<Option<Vec<VlRun>>, String> {
     let dir = crate::cleanup::ScratchDir::new("scaletune-agent-")
         .map_err(|e| format!("cannot create a private directory: {e}"))?;
     let driver = dir.path().join("driver");
@@ -44,6 +61,9 @@ pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<Vl
     let timeout = Duration::from_millis(req.timeout_ms);
     let mut runs = Vec::with_capacity(req.vl_bits.len());
     for &vl in &req.vl_bits {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let output = dir.path().join(format!("out-{vl}.bin"));
         let mut attempt = 0;
         let raw = loop {
@@ -56,7 +76,7 @@ pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<Vl
                 .env("PATH", "/usr/local/bin:/usr/bin:/bin")
                 .env("LC_ALL", "C")
                 .envs(req.protocol.thread_env());
-            let raw = run_with_timeout(cmd, timeout);
+            let raw = run_cancellable(cmd, timeout, cancel);
             let text_busy = matches!(&raw.ending, Ending::Failed(m) if m.contains("os error 26"));
             if !text_busy || attempt >= TEXT_BUSY_RETRIES {
                 break raw;
@@ -64,6 +84,9 @@ pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<Vl
             attempt += 1;
             std::thread::sleep(Duration::from_millis(5));
         };
+        if raw.ending == Ending::Cancelled {
+            return Ok(None);
+        }
         let bytes = std::fs::read(&output).ok();
         let _ = std::fs::remove_file(&output);
         runs.push(VlRun {
@@ -75,5 +98,5 @@ pub(super) fn execute(req: &RunRequest, driver_args: &[String]) -> Result<Vec<Vl
             wall_s: raw.wall_time.as_secs_f64(),
         });
     }
-    Ok(runs)
+    Ok(Some(runs))
 }

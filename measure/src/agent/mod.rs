@@ -24,9 +24,21 @@
 //! - with `--tls-cert`/`--tls-key` it serves HTTPS only (rustls, TLS 1.2+),
 //!   so the token and the artifacts are not sent in clear; it refuses to
 //!   listen beyond loopback without TLS unless `--insecure-plain-http`;
-//! - each artifact runs in a fresh private directory (mode 0700) as a child
-//!   process with a cleared environment and a timeout; a crash or hang kills
-//!   only the child, and the directory is removed afterwards.
+//! - each artifact runs in a fresh private directory (mode 0700; the driver
+//!   writes its outputs 0600) as a child process in its own process group,
+//!   with a cleared environment and a timeout; a crash or hang kills only
+//!   the child's group, and the directory is removed afterwards;
+//! - requests are bounded ([`api::RunRequest::check`]: at most 16 vector
+//!   lengths, each once, a label of at most 256 bytes, a run timeout of at
+//!   most 24 h and at most 24 h for all the runs of a request, a queue
+//!   timeout of at most 1 h, a body of at most 512 MiB) and refused with
+//!   400 beyond that; request fields reach the log escaped and cut to 80
+//!   characters ([`logtext::loggable`]);
+//! - a client that goes away cancels its run: the child's process group is
+//!   killed and the slot freed at once;
+//! - on SIGTERM or Ctrl-C the agent stops accepting requests, lets runs in
+//!   flight finish for up to [`AgentConfig::drain_deadline`] (30 s by
+//!   default, `--drain-secs`), then kills what still runs and exits.
 //!
 //! The child runs as the agent's user, so run the agent as a dedicated
 //! unprivileged user whose files (the token file included, mode 0600) hold
@@ -42,6 +54,7 @@
 pub mod api;
 mod auth;
 mod exec;
+pub mod logtext;
 mod server;
 mod tls;
 
@@ -53,6 +66,7 @@ pub use tls::TlsIdentity;
 use scaletune_codegen::target::{Arch, Target, TargetError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 use thiserror::Error;
 
 /// The address an agent listens on unless told otherwise.
@@ -108,13 +122,27 @@ pub struct AgentConfig {
     /// Serve plain HTTP on a non-loopback address (the token and artifacts
     /// then cross the network in clear); refused without it.
     pub insecure_plain_http: bool,
+    /// How long a stopping agent lets runs in flight finish before it kills them.
+    pub drain_deadline: Duration,
 }
+
+/// The default [`AgentConfig::drain_deadline`].
+pub const DEFAULT_DRAIN_DEADLINE: Duration = Duration::from_secs(30);
 
 impl AgentConfig {
     /// An agent for `target` with `token`, on [`DEFAULT_LISTEN`], one slot, plain HTTP.
     pub fn new(target: Target, token: Token) -> AgentConfig {
         let listen = DEFAULT_LISTEN.parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 7878)));
-        AgentConfig { listen, token, target, vl_bits: Vec::new(), slots: 1, tls: None, insecure_plain_http: false }
+        AgentConfig {
+            listen,
+            token,
+            target,
+            vl_bits: Vec::new(),
+            slots: 1,
+            tls: None,
+            insecure_plain_http: false,
+            drain_deadline: DEFAULT_DRAIN_DEADLINE,
+        }
     }
 
     /// The vector lengths offered: the configured ones (each checked against

@@ -2,6 +2,8 @@
 
 use super::api::{AgentInfo, ApiError, RunRequest, RunResponse, TargetDesc, API_VERSION, INFO_PATH, RUN_PATH};
 use super::auth::{require_token, Token};
+use super::exec::ExecError;
+use super::logtext::loggable;
 use super::{check_machine, exec, host_desc, AgentConfig, AgentError, TlsIdentity};
 use crate::harness::timing_args;
 use axum::extract::{DefaultBodyLimit, State};
@@ -11,16 +13,10 @@ use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-
-/// Longest per-run timeout an agent accepts.
-const MAX_RUN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
-
-/// How long a stopping agent lets requests in flight finish.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// A configured agent, ready to serve.
 #[derive(Clone, Debug)]
@@ -34,6 +30,43 @@ struct AgentState {
     token: Token,
     slots: Arc<Semaphore>,
     runs_started: AtomicU64,
+    /// Runs whose child is running or about to be, each with its cancellation flag.
+    running: std::sync::Mutex<Vec<Arc<AtomicBool>>>,
+    /// Set when the drain deadline of a stopping agent has passed: no run starts any more.
+    stopped: AtomicBool,
+    drain_deadline: Duration,
+}
+
+impl AgentState {
+    /// Cancels every run in flight (the drain deadline has passed).
+    fn cancel_all(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        for flag in self.running.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// A new run's cancellation flag, listed until its [`RunGuard`] is dropped.
+    fn register(self: &Arc<Self>) -> RunGuard {
+        let flag = Arc::new(AtomicBool::new(self.stopped.load(Ordering::Relaxed)));
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::clone(&flag));
+        RunGuard { state: Arc::clone(self), flag }
+    }
+}
+
+/// Held by the request handler while its run is in flight. Dropping it,
+/// which is what happens to a handler whose client went away (and to every
+/// handler when the drain deadline closes the connections), cancels the run.
+struct RunGuard {
+    state: Arc<AgentState>,
+    flag: Arc<AtomicBool>,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.flag.store(true, Ordering::Relaxed);
+        self.state.running.lock().unwrap_or_else(|p| p.into_inner()).retain(|f| !Arc::ptr_eq(f, &self.flag));
+    }
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -64,6 +97,9 @@ impl Agent {
             token: config.token.clone(),
             slots: Arc::new(Semaphore::new(slots)),
             runs_started: AtomicU64::new(0),
+            running: std::sync::Mutex::new(Vec::new()),
+            stopped: AtomicBool::new(false),
+            drain_deadline: config.drain_deadline,
         };
         Ok(Agent { state: Arc::new(state) })
     }
@@ -88,8 +124,15 @@ impl Agent {
             .with_state(Arc::clone(&self.state))
     }
 
+    /// Runs in flight now.
+    pub fn runs_in_flight(&self) -> usize {
+        self.state.running.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// Serves on `listener` (HTTPS with `tls`) until `shutdown` completes,
-    /// then lets requests in flight finish for up to 30 s.
+    /// then stops accepting requests, lets runs in flight finish until the
+    /// drain deadline ([`AgentConfig::drain_deadline`]), kills what still
+    /// runs, and returns.
     pub async fn serve(
         self,
         listener: std::net::TcpListener,
@@ -103,9 +146,16 @@ impl Agent {
         listener.set_nonblocking(true).map_err(io("configuring the listener"))?;
         let handle = axum_server::Handle::new();
         let stopper = handle.clone();
+        let state = Arc::clone(&self.state);
         tokio::spawn(async move {
             shutdown.await;
-            stopper.graceful_shutdown(Some(SHUTDOWN_GRACE));
+            stopper.graceful_shutdown(Some(state.drain_deadline));
+            tokio::time::sleep(state.drain_deadline).await;
+            let n = state.running.lock().unwrap_or_else(|p| p.into_inner()).len();
+            if n > 0 {
+                tracing::warn!("drain deadline passed: killing {n} run(s) in flight");
+            }
+            state.cancel_all();
         });
         let app = self.router().into_make_service_with_connect_info::<SocketAddr>();
         match tls {
@@ -124,16 +174,9 @@ async fn info(State(state): State<Arc<AgentState>>) -> Json<AgentInfo> {
 }
 
 async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) -> Response {
-    if req.vl_bits.is_empty() {
-        return error(StatusCode::BAD_REQUEST, "no vector lengths to run at");
-    }
-    if let Some(vl) = req.vl_bits.iter().find(|vl| !state.info.vl_bits.contains(vl)) {
-        let offered = format!("{:?}", state.info.vl_bits);
-        return error(StatusCode::BAD_REQUEST, format!("this agent does not run at VL {vl} (it offers {offered})"));
-    }
-    let timeout = Duration::from_millis(req.timeout_ms);
-    if timeout.is_zero() || timeout > MAX_RUN_TIMEOUT {
-        return error(StatusCode::BAD_REQUEST, format!("timeout_ms {} is out of range", req.timeout_ms));
+    if let Err(why) = req.check(&state.info.vl_bits) {
+        tracing::warn!("refused run {}: {}", loggable(&req.label), loggable(&why));
+        return error(StatusCode::BAD_REQUEST, why);
     }
     let driver_args = match timing_args(&req.protocol) {
         Ok(a) => a,
@@ -142,6 +185,7 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
     if let Err(e) = crate::harness::timing::check_pin_core_here(&req.protocol) {
         return error(StatusCode::BAD_REQUEST, e.to_string());
     }
+    let label = loggable(&req.label);
     let queued = Instant::now();
     let wait = Duration::from_millis(req.queue_timeout_ms);
     let permit = match tokio::time::timeout(wait, Arc::clone(&state.slots).acquire_owned()).await {
@@ -155,19 +199,21 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
     let queued_s = queued.elapsed().as_secs_f64();
     state.runs_started.fetch_add(1, Ordering::Relaxed);
     tracing::info!(
-        "run {}: {} byte executable at VL {:?} (waited {queued_s:.3} s for a slot)",
-        req.label,
+        "run {label}: {} byte executable at VL {:?} (waited {queued_s:.3} s for a slot)",
         req.executable.len(),
         req.vl_bits
     );
-    let label = req.label.clone();
-    // The permit moves into the blocking task: if the client goes away, the
-    // slot stays taken until the child has really ended.
+    // If this handler is dropped (the client went away, or the drain
+    // deadline closed the connection), the guard cancels the run: its child
+    // is killed and the blocking task ends, releasing the slot.
+    let guard = state.register();
+    let cancel = Arc::clone(&guard.flag);
     let joined = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        exec::execute(&req, &driver_args)
+        exec::execute(&req, &driver_args, &cancel)
     })
     .await;
+    drop(guard);
     match joined {
         Ok(Ok(runs)) => {
             let endings: Vec<String> = runs.iter().map(|r| format!("{}: {:?}", r.vl_bits, r.ending)).collect();
@@ -175,7 +221,11 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
             let hostname = state.info.host.hostname.clone();
             Json(RunResponse { hostname, queued_s, runs }).into_response()
         }
-        Ok(Err(why)) => {
+        Ok(Err(ExecError::Cancelled)) => {
+            tracing::warn!("run {label} cancelled: the agent is stopping");
+            error(StatusCode::SERVICE_UNAVAILABLE, "the run was cancelled: the agent is shutting down")
+        }
+        Ok(Err(ExecError::Agent(why))) => {
             tracing::error!("run {label}: {why}");
             error(StatusCode::INTERNAL_SERVER_ERROR, why)
         }
@@ -218,9 +268,10 @@ pub async fn serve_until_signal(config: &AgentConfig) -> Result<(), AgentError> 
         info.host.hostname,
         info.host.cpu_model
     );
-    let stop = async {
+    let drain_s = config.drain_deadline.as_secs();
+    let stop = async move {
         crate::cleanup::next_interrupt().await;
-        tracing::info!("stopping: letting runs in flight finish");
+        tracing::info!("stopping: runs in flight may finish within {drain_s} s");
     };
     agent.serve(listener, tls, stop).await
 }

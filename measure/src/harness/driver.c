@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -169,7 +170,9 @@ int main(int argc, char **argv) {
     }
 
     /* The outputs of the first call are the ones checked: written before any timed call. */
-    FILE *out = fopen(argv[2], "wb");
+    /* Mode 0600: outputs are private to the user that runs the driver (an agent's runs too). */
+    int out_fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    FILE *out = out_fd < 0 ? NULL : fdopen(out_fd, "wb");
     if (!out) {
         fprintf(stderr, "scaletune-driver: cannot create output file %s\n", argv[2]);
         return @exit_io@;

@@ -428,6 +428,8 @@ impl Harness {
                 return fail(result, Status::Timeout, what);
             }
             Ending::Failed(why) => return fail(result, Status::RunError, why.clone()),
+            // No fault of the candidate: the run was stopped from outside.
+            Ending::Cancelled => return fail(result, Status::Unmeasured, "the run was cancelled".into()),
         }
         if self.target.caps.scalable {
             match check::reported_vl_bits(&raw.stdout) {

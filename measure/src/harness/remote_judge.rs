@@ -36,6 +36,8 @@ pub enum ProcessEnding {
         /// Why.
         message: String,
     },
+    /// Its run was cancelled and it was killed (the agent is stopping).
+    Cancelled,
 }
 
 impl ProcessEnding {
@@ -45,6 +47,7 @@ impl ProcessEnding {
             Ending::Signaled(signal) => ProcessEnding::Signaled { signal: *signal },
             Ending::TimedOut => ProcessEnding::TimedOut,
             Ending::Failed(message) => ProcessEnding::Failed { message: message.clone() },
+            Ending::Cancelled => ProcessEnding::Cancelled,
         }
     }
 
@@ -54,6 +57,7 @@ impl ProcessEnding {
             ProcessEnding::Signaled { signal } => Ending::Signaled(*signal),
             ProcessEnding::TimedOut => Ending::TimedOut,
             ProcessEnding::Failed { message } => Ending::Failed(message.clone()),
+            ProcessEnding::Cancelled => Ending::Cancelled,
         }
     }
 }
