@@ -1,5 +1,6 @@
 //! `scaletune agent` as a real process: it listens on loopback by default, serves its info to the token only, measures a candidate for a farm on another runtime, and its death is a runner fault.
 
+use base64::Engine;
 use scaletune_codegen::target::Target;
 use scaletune_measure::agent::Token;
 use scaletune_measure::runner::remote::{AgentEndpoint, RemoteError};
@@ -10,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
@@ -25,11 +26,21 @@ impl Drop for AgentProcess {
     }
 }
 
+/// Every line the agent wrote to stderr so far.
+type Log = Arc<Mutex<Vec<String>>>;
+
 /// Starts `scaletune agent` on an ephemeral loopback port; returns the process and its URL.
 fn start_agent(token_file: &std::path::Path) -> (AgentProcess, String) {
+    let (process, url, _) = start_agent_logged(token_file, &[]);
+    (process, url)
+}
+
+/// [`start_agent`] with more options, keeping the agent's log.
+fn start_agent_logged(token_file: &std::path::Path, extra: &[&str]) -> (AgentProcess, String, Log) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scaletune"))
         .args(["agent", "--listen", "127.0.0.1:0", "--slots", "2", "--token-file"])
         .arg(token_file)
+        .args(extra)
         .env("RUST_LOG", "info")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -38,16 +49,19 @@ fn start_agent(token_file: &std::path::Path) -> (AgentProcess, String) {
     let stderr = child.stderr.take().expect("stderr");
     let process = AgentProcess(child);
     let (tx, rx) = mpsc::channel();
+    let log: Log = Arc::default();
+    let lines = Arc::clone(&log);
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(rest) = line.split("listening on ").nth(1) {
                 let url = rest.split(':').take(3).collect::<Vec<_>>().join(":");
                 let _ = tx.send(url);
             }
+            lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
         }
     });
     let url = rx.recv_timeout(Duration::from_secs(60)).expect("the agent says where it listens");
-    (process, url)
+    (process, url, log)
 }
 
 fn quick() -> TimingProtocol {
@@ -232,4 +246,112 @@ fn agent_refuses_unsafe_setups() {
     let (code, err) = run(&[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("has mode 644: other users may read it (chmod 600"), "{err}");
+}
+
+fn token_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).expect("write token");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    token_file
+}
+
+/// A run request for a shell script "driver" at the host's first VL.
+fn script_request(label: &str, script: &str) -> serde_json::Value {
+    let vl = Target::load("host").expect("host").default_vl_bits[0];
+    let exe = format!("#!/bin/sh\n{script}\n");
+    serde_json::json!({
+        "label": label,
+        "executable": base64::engine::general_purpose::STANDARD.encode(exe.as_bytes()),
+        "input": "",
+        "vl_bits": [vl],
+        "protocol": quick(),
+        "timeout_ms": 60_000,
+        "queue_timeout_ms": 60_000,
+    })
+}
+
+async fn post(url: &str, body: &serde_json::Value) -> reqwest::Result<reqwest::Response> {
+    reqwest::Client::new().post(format!("{url}/run")).bearer_auth(TOKEN).json(body).send().await
+}
+
+/// A label with a newline and an escape code cannot forge a log line, and a
+/// 60 KB label does not reach the log whole.
+#[test]
+fn request_fields_reach_the_log_escaped_and_cut() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_agent, url, log) = start_agent_logged(&token_file(dir.path()), &[]);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let forged = "c1\nERROR scaletune: forged entry \u{1b}[31m";
+    let resp = rt.block_on(post(&url, &script_request(forged, "exit 0"))).expect("answers");
+    assert_eq!(resp.status().as_u16(), 200);
+    let resp = rt.block_on(post(&url, &script_request(&"p".repeat(60_000), "exit 0"))).expect("answers");
+    assert_eq!(resp.status().as_u16(), 400);
+    let escaped = r"run c1\nERROR scaletune: forged entry \u{1b}[31m: ";
+    let cut = format!("refused run {}... (60000 bytes in all)", "p".repeat(80));
+    // The agent's log reaches this process through a pipe: wait for both lines.
+    let start = std::time::Instant::now();
+    let lines = loop {
+        let lines = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let both = lines.iter().any(|l| l.contains(escaped)) && lines.iter().any(|l| l.contains(&cut));
+        if both || start.elapsed() > Duration::from_secs(20) {
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(lines.iter().all(|l| !l.starts_with("ERROR scaletune: forged") && !l.contains('\u{1b}')), "{lines:#?}");
+    assert!(
+        lines.iter().all(|l| l.len() < 400),
+        "a log line of {} bytes",
+        lines.iter().map(String::len).max().unwrap_or(0)
+    );
+    assert!(lines.iter().any(|l| l.contains(escaped)), "{lines:#?}");
+    assert!(lines.iter().any(|l| l.contains(&cut)), "{lines:#?}");
+}
+
+/// SIGTERM with a run in flight: the agent waits for it until its drain
+/// deadline, then kills it (and what it started) and exits.
+#[test]
+fn sigterm_drains_until_the_deadline_then_kills_the_run_and_exits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut agent, url, log) = start_agent_logged(&token_file(dir.path()), &["--drain-secs", "1"]);
+    let pid_file = dir.path().join("pid");
+    let script = format!("sleep 60 & echo $! > '{}'\nwait", pid_file.display());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let request = script_request("long", &script);
+    let url2 = url.clone();
+    let in_flight = rt.spawn(async move { post(&url2, &request).await });
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n')) {
+        assert!(start.elapsed() < Duration::from_secs(30), "the run never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sleeper: i32 = std::fs::read_to_string(&pid_file).expect("pid").trim().parse().expect("pid");
+    let pid = nix::unistd::Pid::from_raw(agent.0.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = agent.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(10), "the agent did not exit after its deadline");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = stopped.elapsed();
+    assert!(took >= Duration::from_millis(900), "the run got no time to finish: {took:?}");
+    assert!(took < Duration::from_secs(5), "stopping took {took:?} with --drain-secs 1");
+    assert_eq!(status.code(), Some(0), "a stopped agent exits 0");
+    let answered = rt.block_on(in_flight).expect("task").expect("the run is answered");
+    assert_eq!(answered.status().as_u16(), 503);
+    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+    assert!(stat.is_empty() || stat.split(' ').nth(2) == Some("Z"), "the run's sleep survived: {stat}");
+    let said = "drain deadline passed: killing 1 run(s) in flight";
+    let start = std::time::Instant::now();
+    let lines = loop {
+        let lines = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if lines.iter().any(|l| l.contains(said)) || start.elapsed() > Duration::from_secs(10) {
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(lines.iter().any(|l| l.contains(said)), "{lines:#?}");
 }

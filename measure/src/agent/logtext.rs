@@ -10,8 +10,7 @@ pub const MAX_LOGGED_CHARS: usize = 80;
 /// nor flood the log.
 pub fn loggable(text: &str) -> String {
     let mut out = String::new();
-    let mut shown = 0;
-    for c in text.chars() {
+    for (shown, c) in text.chars().enumerate() {
         if shown == MAX_LOGGED_CHARS {
             out.push_str(&format!("... ({} bytes in all)", text.len()));
             return out;
@@ -21,7 +20,6 @@ pub fn loggable(text: &str) -> String {
         } else {
             out.push(c);
         }
-        shown += 1;
     }
     out
 }

@@ -18,6 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
+/// How long after the drain deadline connections that have not ended are closed.
+const HARD_STOP_AFTER_DRAIN: Duration = Duration::from_secs(5);
+
 /// A configured agent, ready to serve.
 #[derive(Clone, Debug)]
 pub struct Agent {
@@ -149,13 +152,19 @@ impl Agent {
         let state = Arc::clone(&self.state);
         tokio::spawn(async move {
             shutdown.await;
-            stopper.graceful_shutdown(Some(state.drain_deadline));
+            // No new connections; those in flight end with their runs.
+            stopper.graceful_shutdown(None);
             tokio::time::sleep(state.drain_deadline).await;
             let n = state.running.lock().unwrap_or_else(|p| p.into_inner()).len();
             if n > 0 {
                 tracing::warn!("drain deadline passed: killing {n} run(s) in flight");
             }
+            // Cancelled runs (and requests still waiting for a slot) are answered 503.
             state.cancel_all();
+            // A connection that still does not end (a client that stopped
+            // reading) is closed.
+            tokio::time::sleep(HARD_STOP_AFTER_DRAIN).await;
+            stopper.shutdown();
         });
         let app = self.router().into_make_service_with_connect_info::<SocketAddr>();
         match tls {

@@ -34,6 +34,9 @@ pub struct AgentArgs {
     /// Serve plain HTTP on a non-loopback address (token and artifacts in clear).
     #[arg(long)]
     pub insecure_plain_http: bool,
+    /// On SIGTERM or Ctrl-C, seconds runs in flight may take to finish before they are killed.
+    #[arg(long, default_value_t = 30)]
+    pub drain_secs: u64,
 }
 
 /// Runs the agent on the command line's runtime until Ctrl-C or SIGTERM.
@@ -59,6 +62,7 @@ pub fn run(args: &AgentArgs, rt: &Handle) -> anyhow::Result<()> {
     config.vl_bits = args.vl.clone();
     config.tls = args.tls_cert.clone().zip(args.tls_key.clone());
     config.insecure_plain_http = args.insecure_plain_http;
+    config.drain_deadline = std::time::Duration::from_secs(args.drain_secs);
     rt.block_on(serve_until_signal(&config))?;
     Ok(())
 }

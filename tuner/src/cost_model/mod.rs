@@ -14,6 +14,7 @@ use crate::tune::task::Task;
 use scaletune_codegen::pipeline::lower_nest;
 use scaletune_space::design::Sample;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A measured candidate as training data.
 #[derive(Clone, Debug)]
@@ -72,10 +73,17 @@ impl CostModel {
     }
 
     /// Indices of `samples` ordered best-predicted first; samples that do
-    /// not lower go last.
+    /// not lower go last (ties keep the samples' order).
     pub fn rank(&self, task: &Task, samples: &[Sample]) -> Vec<usize> {
-        let feats: Vec<Option<Vec<f32>>> = samples.iter().map(|s| sample_features(task, s)).collect();
-        let known: Vec<Vec<f32>> = feats.iter().flatten().cloned().collect();
+        self.rank_cached(task, samples, &mut FeatureCache::default())
+    }
+
+    /// [`CostModel::rank`], taking the features of samples seen before from
+    /// `cache` and adding those of the others (a search ranks a candidate
+    /// more than once: in its generation, then in the final pool).
+    pub fn rank_cached(&self, task: &Task, samples: &[Sample], cache: &mut FeatureCache) -> Vec<usize> {
+        let feats = cache.features(task, samples);
+        let known: Vec<Vec<f32>> = feats.iter().flatten().map(|f| f.to_vec()).collect();
         let mut predicted = self.predict(&known).into_iter();
         let mut scored: Vec<(usize, f32)> = feats
             .iter()
@@ -84,6 +92,56 @@ impl CostModel {
             .collect();
         scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         scored.into_iter().map(|(i, _)| i).collect()
+    }
+}
+
+/// Features of samples by trace text, computed once each, on every core.
+#[derive(Debug, Default)]
+pub struct FeatureCache {
+    known: HashMap<String, Option<Arc<[f32]>>>,
+}
+
+impl FeatureCache {
+    /// The features of each of `samples` (`None`: it does not lower):
+    /// cached ones looked up, the others computed in parallel (lowering is
+    /// most of a proposal's time) and added.
+    pub fn features(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Arc<[f32]>>> {
+        let keys: Vec<String> = samples.iter().map(|s| s.trace.to_string()).collect();
+        let mut pending: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let todo: Vec<usize> =
+            (0..keys.len()).filter(|&i| !self.known.contains_key(&keys[i]) && pending.insert(&keys[i])).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(todo.len()).max(1);
+        let computed: Vec<Option<Arc<[f32]>>> = if threads == 1 {
+            todo.iter().map(|&i| sample_features(task, &samples[i]).map(Arc::from)).collect()
+        } else {
+            let chunk = todo.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = todo
+                    .chunks(chunk)
+                    .map(|part| {
+                        scope.spawn(move || {
+                            part.iter().map(|&i| sample_features(task, &samples[i]).map(Arc::from)).collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                // A panic while lowering is a bug that must surface, as it would on one thread.
+                handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+            })
+        };
+        for (&i, f) in todo.iter().zip(computed) {
+            self.known.insert(keys[i].clone(), f);
+        }
+        keys.iter().map(|k| self.known.get(k).cloned().flatten()).collect()
+    }
+
+    /// Samples whose features are cached.
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
     }
 }
 
@@ -128,4 +186,59 @@ pub fn split_held_out(rows: &[Row]) -> (Vec<Row>, Vec<Row>) {
         }
     }
     (train, held)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scaletune_codegen::pipeline::initial_nest;
+    use scaletune_codegen::target::Target;
+    use scaletune_space::design::DesignSpace;
+    use scaletune_space::sample::task_rng;
+    use scaletune_space::workload::WorkloadRef;
+
+    fn task() -> Task {
+        let w = Arc::new(WorkloadRef::parse("matmul:M=64,N=60,K=32").expect("ref").load().expect("loads"));
+        let t = Arc::new(Target::load("neoverse-v1").expect("target"));
+        let space = DesignSpace::generate(&initial_nest(&w, &t));
+        Task::new(0, w, t, 1.0, vec![128, 256], space)
+    }
+
+    /// The cached, parallel ranking is the ranking of features computed one
+    /// by one; each distinct sample is lowered once, however often it is ranked.
+    #[test]
+    fn cached_ranking_equals_ranking_of_fresh_features() {
+        let task = task();
+        let mut rng = task_rng(7, 0);
+        let mut samples: Vec<Sample> = (0..24).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
+        let rows: Vec<Row> = samples
+            .iter()
+            .filter_map(|s| sample_features(&task, s))
+            .map(|f| Row { task: 0, objective: 1.0 + f.iter().map(|x| f64::from(x.abs())).sum::<f64>(), features: f })
+            .collect();
+        let model = CostModel::train(&rows, 3).expect("trains").expect("enough rows");
+        samples.extend(samples[..5].to_vec());
+        let sequential: Vec<Option<Vec<f32>>> = samples.iter().map(|s| sample_features(&task, s)).collect();
+        let known: Vec<Vec<f32>> = sequential.iter().flatten().cloned().collect();
+        let mut predicted = model.predict(&known).into_iter();
+        let mut expected: Vec<(usize, f32)> = sequential
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i, if f.is_some() { predicted.next().expect("one each") } else { f32::INFINITY }))
+            .collect();
+        expected.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let expected: Vec<usize> = expected.into_iter().map(|(i, _)| i).collect();
+
+        let mut cache = FeatureCache::default();
+        assert_eq!(model.rank_cached(&task, &samples, &mut cache), expected);
+        let distinct: std::collections::HashSet<String> = samples.iter().map(|s| s.trace.to_string()).collect();
+        assert_eq!(cache.len(), distinct.len());
+        let cached = cache.features(&task, &samples);
+        for (c, s) in cached.iter().zip(&sequential) {
+            assert_eq!(c.as_deref(), s.as_deref());
+        }
+        assert_eq!(model.rank_cached(&task, &samples, &mut cache), expected, "from the cache alone");
+        assert_eq!(cache.len(), distinct.len());
+        assert_eq!(model.rank(&task, &samples), expected);
+    }
 }

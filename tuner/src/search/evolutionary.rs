@@ -15,7 +15,7 @@
 //!    random, three to one.
 
 use super::{fresh_samples, SearchStrategy};
-use crate::cost_model::CostModel;
+use crate::cost_model::{CostModel, FeatureCache};
 use crate::tune::task::Task;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -89,6 +89,8 @@ impl SearchStrategy for Evolutionary {
         let fresh = fresh_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
         let mut frontier: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
         let mut mutants: Vec<Sample> = Vec::new();
+        // Each mutant is lowered once, though ranked in its generation and in the final pool.
+        let mut features = FeatureCache::default();
         for _ in 0..self.generations.max(1) {
             let children = self.breed(task, &frontier, self.mutants_per_sample * n, &mut seen, rng);
             if children.is_empty() {
@@ -96,7 +98,7 @@ impl SearchStrategy for Evolutionary {
             }
             match model {
                 Some(m) => {
-                    let ranked = m.rank(task, &children);
+                    let ranked = m.rank_cached(task, &children, &mut features);
                     let keep = (2 * n).max(1);
                     let mut next: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
                     next.extend(ranked.iter().take(keep).map(|&i| children[i].clone()));
@@ -114,7 +116,7 @@ impl SearchStrategy for Evolutionary {
             Some(m) => {
                 let mut pool = mutants;
                 pool.extend(fresh);
-                let ranked = m.rank(task, &pool);
+                let ranked = m.rank_cached(task, &pool, &mut features);
                 let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
                 let mut picked: Vec<usize> = ranked.iter().copied().take(n - explore).collect();
                 let mut rest: Vec<usize> = ranked.iter().copied().skip(n - explore).collect();

@@ -1,0 +1,66 @@
+//! Throughput of the search: candidates proposed (fresh samples or mutants of the best) and scored by a trained cost model, per second, for matmul 512^3 on `host`.
+//!
+//! `cargo bench -p scaletune --bench search`. Criterion reports elements
+//! per second: each iteration proposes and scores 256 candidates on every core.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use scaletune::cost_model::{sample_features, CostModel, FeatureCache, Row};
+use scaletune::tune::task::Task;
+use scaletune_codegen::pipeline::initial_nest;
+use scaletune_codegen::target::Target;
+use scaletune_space::design::{DesignSpace, Sample};
+use scaletune_space::mutators::mutate_sample;
+use scaletune_space::sample::task_rng;
+use scaletune_space::workload::load;
+use std::hint::black_box;
+use std::sync::Arc;
+
+const BATCH: usize = 256;
+
+fn bench(c: &mut Criterion) {
+    let w = Arc::new(load("matmul:M=512,N=512,K=512").expect("workload"));
+    let t = Arc::new(Target::load("host").expect("target"));
+    let space = DesignSpace::generate(&initial_nest(&w, &t));
+    let mut task = Task::new(0, w, t, 1.0, Vec::new(), space);
+    // A model trained on 64 samples with a synthetic objective, and 16 of them as elites.
+    let mut rng = task_rng(11, 0);
+    let seeds: Vec<Sample> = (0..64).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
+    let rows: Vec<Row> = seeds
+        .iter()
+        .filter_map(|s| sample_features(&task, s))
+        .map(|f| Row { task: 0, objective: 1.0 + f.iter().map(|x| f64::from(x.abs())).sum::<f64>(), features: f })
+        .collect();
+    let model = CostModel::train(&rows, 5).expect("trains").expect("enough rows");
+    for (i, s) in seeds.iter().take(16).enumerate() {
+        task.observe(s, Some(1.0 + i as f64), i as i64);
+    }
+    let mut g = c.benchmark_group("search");
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.sample_size(10);
+    let mut rng = task_rng(12, 0);
+    g.bench_function("sample_and_score", |b| {
+        b.iter(|| {
+            let pool: Vec<Sample> = (0..BATCH).filter_map(|_| task.space.sample(&mut rng).ok()).collect();
+            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()))
+        })
+    });
+    let parents: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
+    let mut rng = task_rng(13, 0);
+    g.bench_function("mutate_and_score", |b| {
+        b.iter(|| {
+            let mut pool = Vec::with_capacity(BATCH);
+            let mut k = 0;
+            while pool.len() < BATCH {
+                if let Some((child, _)) = mutate_sample(&task.space, &parents[k % parents.len()], &mut rng) {
+                    pool.push(child);
+                }
+                k += 1;
+            }
+            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
