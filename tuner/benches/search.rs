@@ -15,6 +15,10 @@ use scaletune_space::workload::load;
 use std::hint::black_box;
 use std::sync::Arc;
 
+/// The allocator of the `scaletune` binary, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const BATCH: usize = 256;
 
 fn bench(c: &mut Criterion) {
