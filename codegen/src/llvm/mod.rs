@@ -49,6 +49,7 @@ mod parallel;
 mod runtime;
 mod support;
 mod types;
+mod za;
 
 pub use host::{host_info, llvm_version};
 pub use parallel::PARALLEL_FOR;

@@ -190,6 +190,13 @@ impl Nest {
         if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(ScheduleError::new(PRIM, ErrorKind::Structure, format!("bad annotation key `{key}`")));
         }
+        if key == super::TENSORIZE_KEY {
+            return Err(ScheduleError::new(
+                PRIM,
+                ErrorKind::Structure,
+                format!("the annotation key `{key}` is set by the `tensorize` primitive only"),
+            ));
+        }
         match target {
             Node::Loop(l) => {
                 self.check_loop(PRIM, l)?;

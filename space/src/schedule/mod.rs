@@ -13,6 +13,8 @@ pub use kinds::{vector_lanes, MAX_UNROLL};
 mod region;
 mod reorder;
 mod split;
+mod tensorize;
+pub use tensorize::{OuterProduct, TENSORIZE_KEY, ZA_FMOPA, ZA_LANES_PER_VSCALE};
 mod vectors;
 
 #[cfg(test)]

@@ -322,7 +322,8 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
     let f = vec![
         one_hot(|k| k == VectorKind::Neon),
         one_hot(|k| k == VectorKind::Sve),
-        one_hot(|k| k == VectorKind::SveVla),
+        // Streaming SME code is length-agnostic scalable code too.
+        one_hot(|k| matches!(k, VectorKind::SveVla | VectorKind::Sme)),
         one_hot(|k| matches!(k, VectorKind::Rvv | VectorKind::RvvVla | VectorKind::RvvFixed(_))),
         one_hot(|k| matches!(k, VectorKind::Avx512 | VectorKind::Avx2 | VectorKind::Sse)),
         f32::from(u8::from(c.vector_ops == 0.0)),
