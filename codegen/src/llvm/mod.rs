@@ -268,8 +268,15 @@ pub fn compile_emitting(
     };
     let mut object = machine::emit(&module, &tm, machine::Output::Object)?;
     check("object")?;
+    let mut parts = Vec::new();
     if outline::has_parallel(&prog.body) {
-        object = runtime::link_runtime(target, &object)?;
+        parts.push(runtime::Part::ThreadPool);
+    }
+    if prog.uses_za() {
+        parts.push(runtime::Part::SmeAbi);
+    }
+    if !parts.is_empty() {
+        object = runtime::link_runtime(target, &object, &parts)?;
     }
     Ok(Emitted { llvm_ir, asm, object, warnings: ctx.warnings() })
 }
