@@ -7,7 +7,10 @@
 // is not null: a caller that shares ZA lazily left its contents to be saved.
 // Code that calls a function without ZA while ZA holds live data sets up such
 // a lazy save and calls `__arm_tpidr2_restore` afterwards; `__arm_za_disable`
-// commits a pending save and turns ZA off.
+// commits a pending save and turns ZA off. `__arm_get_current_vg` gives the
+// number of 64-bit granules of an SVE vector in the current mode (0 in normal
+// mode on a CPU without SVE, such as Apple M4): the prologue of a streaming
+// function on such a CPU calls it to record VG for the unwinder.
 //
 // The TPIDR2 block that TPIDR2_EL0 points at: bytes 0..8 the save buffer
 // (`za_save_buffer`), bytes 8..10 the number of ZA horizontal slices to save
@@ -19,9 +22,21 @@
 // Register use, as the ABI requires: `__arm_tpidr2_save` and
 // `__arm_za_disable` change only x16, x17 (and the flags) and preserve every
 // other register (x12 is saved on the stack while it indexes slices);
-// `__arm_tpidr2_restore` takes the block in x0 and changes only x16, x17 and the flags.
+// `__arm_tpidr2_restore` takes the block in x0 and changes only x16, x17 and
+// the flags; `__arm_get_current_vg` returns in x0 and changes nothing else.
 
 #if defined(__aarch64__)
+#include <sys/auxv.h>
+
+#define SCALETUNE_HWCAP_SVE (1UL << 22)
+
+// Whether normal mode has SVE, read once before main.
+__attribute__((used)) static unsigned char scaletune_sme_has_sve;
+
+__attribute__((constructor)) static void scaletune_sme_init(void) {
+    scaletune_sme_has_sve = (getauxval(AT_HWCAP) & SCALETUNE_HWCAP_SVE) != 0;
+}
+
 __asm__(
     "  .arch_extension sme\n"
     "  .text\n"
@@ -92,5 +107,24 @@ __asm__(
     "  smstop za\n"
     "  ldp x29, x30, [sp], #16\n"
     "  ret\n"
-    "  .size __arm_za_disable, .-__arm_za_disable\n");
+    "  .size __arm_za_disable, .-__arm_za_disable\n"
+
+    "  .globl __arm_get_current_vg\n"
+    "  .p2align 2\n"
+    "  .type __arm_get_current_vg, %function\n"
+    "__arm_get_current_vg:\n"
+    "  mrs x0, SVCR\n"
+    "  tbz x0, #0, 1f\n"              // not streaming
+    "  rdsvl x0, #1\n"                // streaming: SVL bytes / 8
+    "  lsr x0, x0, #3\n"
+    "  ret\n"
+    "1:\n"
+    "  adrp x0, scaletune_sme_has_sve\n"
+    "  ldrb w0, [x0, :lo12:scaletune_sme_has_sve]\n"
+    "  cbz w0, 2f\n"
+    "  .arch_extension sve\n"
+    "  cntd x0\n"
+    "2:\n"
+    "  ret\n"
+    "  .size __arm_get_current_vg, .-__arm_get_current_vg\n");
 #endif

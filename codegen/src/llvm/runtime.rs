@@ -15,7 +15,8 @@
 //!
 //! Kernels that use ZA get the SME ABI support routines the same way
 //! (`codegen/runtime/scaletune_sme_abi.c`: `__arm_tpidr2_save`,
-//! `__arm_tpidr2_restore`, `__arm_za_disable`, made local to the object).
+//! `__arm_tpidr2_restore`, `__arm_za_disable`, `__arm_get_current_vg`,
+//! made local to the object).
 
 use super::parallel::PARALLEL_FOR;
 use super::LlvmError;
@@ -32,7 +33,8 @@ pub const RUNTIME_SOURCE: &str = include_str!("../../runtime/scaletune_rt.c");
 pub const SME_ABI_SOURCE: &str = include_str!("../../runtime/scaletune_sme_abi.c");
 
 /// The SME ABI routines, local to each kernel object that uses ZA.
-pub const SME_ABI_SYMBOLS: &[&str] = &["__arm_tpidr2_save", "__arm_tpidr2_restore", "__arm_za_disable"];
+pub const SME_ABI_SYMBOLS: &[&str] =
+    &["__arm_tpidr2_save", "__arm_tpidr2_restore", "__arm_za_disable", "__arm_get_current_vg"];
 
 /// One runtime source: the thread pool or the SME ABI routines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
