@@ -53,7 +53,7 @@ mod za;
 
 pub use host::{host_info, llvm_version};
 pub use parallel::PARALLEL_FOR;
-pub use runtime::{compile_command as runtime_compile_command, RUNTIME_SOURCE};
+pub use runtime::{compile_command as runtime_compile_command, RUNTIME_SOURCE, SME_ABI_SOURCE, SME_ABI_SYMBOLS};
 
 use crate::target::Target;
 use crate::vprog::{self, Param, Program};
