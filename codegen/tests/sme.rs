@@ -164,6 +164,8 @@ fn tensorize_refuses_nests_that_za_tiles_cannot_hold_naming_the_reason() {
     assert!(err(&not_streaming).contains("use_vectors(\"sme\")"), "{}", err(&not_streaming));
     let inner = matmul_trace(4, 4).replace("tensorize(k,", "tensorize(j1,");
     assert!(err(&inner).contains("must hold exactly a loop of rows"), "{}", err(&inner));
+    let parallel = format!("{}parallel(i0)\n", matmul_trace(4, 4));
+    assert!(err(&parallel).contains("contains the SME micro-kernel `k`"), "{}", err(&parallel));
     let intrin = matmul_trace(4, 4).replace("za_fmopa", "amx");
     assert!(err(&intrin).contains("unknown tensor intrinsic `amx`"), "{}", err(&intrin));
 }

@@ -169,6 +169,14 @@ impl Nest {
             if x != l && self.loop_(x).kind == LoopKind::Parallel {
                 return Err(self.kind_error(PRIM, l, format!("it contains the parallel loop `{}`", self.loop_name(x))));
             }
+            // Each thread would need ZA state of its own.
+            if self.is_tensorized(x) {
+                return Err(self.kind_error(
+                    PRIM,
+                    l,
+                    format!("it contains the SME micro-kernel `{}`", self.loop_name(x)),
+                ));
+            }
         }
         let var = self.loop_(l).var;
         for b in self.blocks_in(Node::Loop(l)) {

@@ -98,6 +98,16 @@ impl Nest {
             },
             None => return Err(self.shape_error(l)),
         };
+        if let Some(p) = self.ancestors(Node::Loop(l)).into_iter().find(|a| self.loop_(*a).kind == LoopKind::Parallel) {
+            return Err(err(
+                ErrorKind::LoopKind,
+                format!(
+                    "loop `{}` is inside the parallel loop `{}`; each thread would need ZA state of its own",
+                    self.loop_name(l),
+                    self.loop_name(p)
+                ),
+            ));
+        }
         for x in [Some(rows), Some(cols), reduction].into_iter().flatten() {
             if self.loop_(x).kind != LoopKind::Serial {
                 return Err(err(
