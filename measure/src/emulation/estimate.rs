@@ -172,8 +172,10 @@ impl CycleEstimator {
                             }
                         }
                         None => {
-                            cost =
-                                Err(format!("SME instructions on target `{}`, which has no [sme] table", target.name))
+                            cost = Err(format!(
+                                "SME instructions, which llvm-mca has no model of, and target `{}` has no [sme] throughput table",
+                                target.name
+                            ))
                         }
                     }
                 }
