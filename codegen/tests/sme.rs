@@ -169,3 +169,45 @@ fn tensorize_refuses_nests_that_za_tiles_cannot_hold_naming_the_reason() {
     let intrin = matmul_trace(4, 4).replace("za_fmopa", "amx");
     assert!(err(&intrin).contains("unknown tensor intrinsic `amx`"), "{}", err(&intrin));
 }
+
+/// The design space on SME targets: outer-product workloads get an SME
+/// branch (`sme-tensorize`), other workloads do not; every SME trace's
+/// samples compute the reference in the interpreter at several streaming
+/// vector lengths.
+#[test]
+fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
+    use scaletune_codegen::pipeline::initial_nest;
+    use scaletune_space::design::DesignSpace;
+    use scaletune_space::sample::task_rng;
+    for target_name in ["sme", "apple-m4"] {
+        let target = Target::load(target_name).expect("target");
+        for (w, offered) in [
+            ("matmul:M=19,N=23,K=7", true),
+            ("matmul_bt:M=9,N=21,K=5", true),
+            ("batch_matmul:BS=2,M=7,N=18,K=3", true),
+            ("outer_product:M=13,N=6", true),
+            ("softmax_rows:M=3,N=21", false),
+            ("scale_add:N=37", false),
+        ] {
+            let w = load(w).expect("workload");
+            let nest = initial_nest(&w, &target);
+            let space = DesignSpace::generate(&nest);
+            let sme: Vec<usize> = (0..space.traces.len())
+                .filter(|&k| space.traces[k].rules.iter().any(|r| r == "sme-tensorize"))
+                .collect();
+            assert_eq!(!sme.is_empty(), offered, "{} on {target_name}", w.name);
+            for &k in &sme {
+                let mut rng = task_rng(5, k as u64);
+                for _ in 0..3 {
+                    let mut n = space.nest.clone();
+                    let (t, _) = space.traces[k].trace.sample(&mut n, &mut rng).unwrap_or_else(|e| panic!("{e}"));
+                    let text = t.to_string();
+                    assert!(text.contains("tensorize(") && text.contains("use_vectors(\"sme\")"), "{text}");
+                    for vscale in n.caps.vscale_values.iter().copied().filter(|v| [1, 4, 16].contains(v)) {
+                        interpret_matches(&w, &target, &text, vscale);
+                    }
+                }
+            }
+        }
+    }
+}
