@@ -211,3 +211,20 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
         }
     }
 }
+
+/// `matmul_f16`: f16 operands, converted to f32 in registers, accumulated in
+/// f32 ZA tiles (the f32 `fmopa`, not the widening f16 form).
+#[test]
+fn f16_operands_are_converted_and_accumulated_in_f32_tiles() {
+    let target = Target::load("sme").expect("sme target");
+    let w = load("matmul_f16:M=19,N=23,K=7").expect("workload");
+    for (rows, cols) in [(4, 4), (8, 8)] {
+        for vscale in [1, 2, 16] {
+            interpret_matches(&w, &target, &matmul_trace(rows, cols), vscale);
+        }
+    }
+    let i8 = load("matmul_i8:M=5,N=19,K=4").expect("workload");
+    let t = parse_trace(&matmul_trace(4, 4)).expect("trace");
+    let e = schedule(&i8, Some(&t), &target, None).expect_err("i8 is refused").to_string();
+    assert!(e.contains("tensorize: block `C` must write f32"), "{e}");
+}

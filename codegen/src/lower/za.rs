@@ -150,7 +150,12 @@ impl Lowerer {
         self.vec = Some(VecCtx { var: v, lanes: Lanes::scalable(ZA_LANES_PER_VSCALE), full: false });
         let r = self.read(a.tensor, &bound, mask);
         self.vec = None;
-        r
+        // f16 operands are converted to f32 in registers.
+        let r = r?;
+        Ok(match self.b.ty(r).elem {
+            crate::vprog::Elem::F32 => r,
+            _ => self.b.emit(crate::vprog::Op::Cast(r, crate::vprog::Elem::F32)),
+        })
     }
 
     /// Loads (`store == false`) or stores every existing row of every tile

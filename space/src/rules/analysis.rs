@@ -103,7 +103,7 @@ pub(crate) fn scalable(nest: &Nest) -> bool {
 
 /// The iterators of rows and columns of a block that SME outer products can
 /// compute (`tensorize`): `C[.., i, j] += X * Y` (one reduction iterator) or
-/// `C[.., i, j] = X * Y` (none), f32 reads and output, `i` and `j` spatial
+/// `C[.., i, j] = X * Y` (none), f32 (or f16 converted to f32) reads, f32 output, `i` and `j` spatial
 /// and the last two indices of the output.
 pub(crate) fn outer_product_axes(nest: &Nest, b: BlockId) -> Option<(usize, usize)> {
     use crate::workload::{BinOp, UpdateOp, Value};
@@ -112,7 +112,7 @@ pub(crate) fn outer_product_axes(nest: &Nest, b: BlockId) -> Option<(usize, usiz
     let n_reduce = blk.iters.iter().filter(|it| it.kind == AxisKind::Reduce).count();
     let op_fits = matches!((blk.op, n_reduce), (UpdateOp::Add, 1) | (UpdateOp::Assign, 0));
     let product = matches!(&blk.rhs, Value::Bin(BinOp::Mul, x, y)
-        if matches!(**x, Value::Read(_, DType::F32)) && matches!(**y, Value::Read(_, DType::F32)));
+        if crate::schedule::f32_read(x).is_some() && crate::schedule::f32_read(y).is_some());
     if !op_fits || !product || nest.tensor(blk.lhs.tensor).dtype != DType::F32 {
         return None;
     }

@@ -258,15 +258,23 @@ impl Nest {
     fn value_error(&self, b: BlockId) -> ScheduleError {
         err(
             ErrorKind::Structure,
-            format!("block `{}` must compute the product of two f32 tensor reads", self.block(b).name),
+            format!(
+                "block `{}` must compute the product of two f32 (or f16 converted to f32) tensor reads",
+                self.block(b).name
+            ),
         )
     }
 }
 
-/// The access of an f32 read.
-fn f32_read(v: &Value) -> Option<&Access> {
+/// The access of an f32 read, or of an f16 read converted to f32
+/// (converted in registers before the f32 outer product).
+pub(crate) fn f32_read(v: &Value) -> Option<&Access> {
     match v {
         Value::Read(a, DType::F32) => Some(a),
+        Value::Cast(DType::F32, inner) => match &**inner {
+            Value::Read(a, DType::F16) => Some(a),
+            _ => None,
+        },
         _ => None,
     }
 }
