@@ -228,3 +228,22 @@ fn f16_operands_are_converted_and_accumulated_in_f32_tiles() {
     let e = schedule(&i8, Some(&t), &target, None).expect_err("i8 is refused").to_string();
     assert!(e.contains("tensorize: block `C` must write f32"), "{e}");
 }
+
+/// A reduction split around the micro-kernel: the tiles start from the
+/// output loaded slice by slice (ZA loads), not from zero.
+#[test]
+fn a_reduction_split_around_the_micro_kernel_loads_the_tiles_from_the_output() {
+    let target = Target::load("sme").expect("sme target");
+    let w = load("matmul:M=21,N=10,K=12").expect("workload");
+    let trace = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                 i0, i1 = split(i, factors=[None, 8*vscale])\nj0, j1 = split(j, factors=[None, 4*vscale])\n\
+                 k0, k1 = split(k, factors=[None, 4])\nreorder(i0, j0, k0, k1, i1, j1)\n\
+                 a = cache_read(b, \"A\", at=i0, layout=[1, 0])\ntensorize(k1, intrin=\"za_fmopa\")\n";
+    let t = parse_trace(trace).expect("trace parses");
+    let nest = schedule(&w, Some(&t), &target, None).unwrap_or_else(|e| panic!("{e}"));
+    let prog = scaletune_codegen::lower::lower(&nest, "k").expect("lowers");
+    assert!(prog.to_string().contains("za.load za0.s"), "{prog}");
+    for vscale in [1, 2, 4, 16] {
+        interpret_matches(&w, &target, trace, vscale);
+    }
+}
