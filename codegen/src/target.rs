@@ -88,6 +88,24 @@ pub struct Target {
     pub qemu: Option<Vec<String>>,
     /// `llvm-mca -mcpu` model, if any.
     pub mca_cpu: Option<String>,
+    /// SME's streaming mode, if the target has it (the `sme` vector kind).
+    pub sme: Option<Sme>,
+}
+
+/// A target's SME streaming mode: its vector lengths and the throughput
+/// table that estimated cycles use for the SME instructions (llvm-mca has
+/// no model of them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sme {
+    /// Capabilities of streaming code: scalable, vscale = streaming VL / 128,
+    /// no gathers, `has_sme`.
+    pub caps: VectorCaps,
+    /// Outer-product instructions (`fmopa`, `smopa`, ...) issued per cycle.
+    pub mopa_per_cycle: f64,
+    /// ZA horizontal slice loads (`ld1w {za0h.s[..]}`) per cycle.
+    pub za_load_per_cycle: f64,
+    /// ZA horizontal slice stores (`st1w {za0h.s[..]}`) per cycle.
+    pub za_store_per_cycle: f64,
 }
 
 #[derive(Deserialize)]
@@ -101,7 +119,19 @@ struct TargetFile {
     features: String,
     mca_cpu: Option<String>,
     vector: VectorFile,
+    sme: Option<SmeFile>,
     run: RunFile,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SmeFile {
+    min_vl_bits: u32,
+    max_vl_bits: u32,
+    default_vl_bits: Option<Vec<u32>>,
+    mopa_per_cycle: f64,
+    za_load_per_cycle: f64,
+    za_store_per_cycle: f64,
 }
 
 #[derive(Deserialize)]
@@ -114,8 +144,6 @@ struct VectorFile {
     min_vl_bits: Option<u32>,
     max_vl_bits: Option<u32>,
     default_vl_bits: Option<Vec<u32>>,
-    #[serde(default)]
-    sme: bool,
     gather: Option<bool>,
 }
 
@@ -137,6 +165,8 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("a64fx", include_str!("../../configs/targets/a64fx.toml")),
     ("sve-generic", include_str!("../../configs/targets/sve-generic.toml")),
     ("rvv", include_str!("../../configs/targets/rvv.toml")),
+    ("sme", include_str!("../../configs/targets/sme.toml")),
+    ("apple-m4", include_str!("../../configs/targets/apple-m4.toml")),
 ];
 
 /// Host CPU facts, as LLVM detects them.
@@ -225,7 +255,6 @@ impl Target {
                 return Err(bad(format!("[vector] bad VL range {min}..={max} for granule {granule}")));
             }
             let mut caps = VectorCaps::scalable(granule, min, max);
-            caps.has_sme = v.sme;
             caps.has_gather = v.gather.unwrap_or(true);
             let dvl = v.default_vl_bits.clone().unwrap_or_else(|| vec![min]);
             if dvl.is_empty() {
@@ -246,6 +275,15 @@ impl Target {
             caps.has_gather = v.gather.unwrap_or(bits >= 256);
             (caps, vec![bits])
         };
+        let sme = match &f.sme {
+            None => None,
+            Some(s) => Some(sme_from_file(s, &bad)?),
+        };
+        // A fixed-width target with SME runs at its streaming vector lengths.
+        let default_vl = match (&sme, caps.scalable, &f.sme) {
+            (Some(s), false, Some(file)) => file.default_vl_bits.clone().unwrap_or_else(|| vec![s.caps.min_bits()]),
+            _ => default_vl,
+        };
         let mca_cpu = match f.mca_cpu {
             Some(c) if c == "native" => Some(cpu.clone()),
             other => other,
@@ -263,6 +301,7 @@ impl Target {
             libs: f.run.libs,
             qemu: f.run.qemu,
             mca_cpu,
+            sme,
         };
         for &vl in &target.default_vl_bits {
             target.vscale_for_vl(vl)?;
@@ -271,9 +310,14 @@ impl Target {
     }
 
     /// The vscale at which code runs for a vector length in bits, checking
-    /// that the target can run at that length.
+    /// that the target can run at that length. A fixed-width target with SME
+    /// (`apple-m4`) runs at its streaming vector lengths: the vscale is then
+    /// that of streaming code.
     pub fn vscale_for_vl(&self, vl_bits: u32) -> Result<u32, TargetError> {
-        let caps = &self.caps;
+        let caps = match &self.sme {
+            Some(s) if !self.caps.scalable => &s.caps,
+            _ => &self.caps,
+        };
         let allowed = if caps.scalable {
             format!("powers of two from {} to {}", caps.min_bits(), caps.max_bits())
         } else {
@@ -306,7 +350,8 @@ impl Target {
     /// (`sve`, when the target fixes it), length-agnostic SVE (`sve-vla`) and
     /// NEON (`neon`); on RVV, length-agnostic (`rvv-vla`) and fixed at the
     /// first default VLEN (`rvv-<bits>`); on x86, the fixed widths the CPU has
-    /// (`avx512`, `avx2`, else `sse`). The first kind is the target's default.
+    /// (`avx512`, `avx2`, else `sse`); on AArch64 with SME, also streaming
+    /// code (`sme`), last. The first kind is the target's default.
     pub fn vector_kinds(&self) -> Vec<(VectorKind, VectorCaps)> {
         let c = &self.caps;
         let mut kinds = Vec::new();
@@ -316,12 +361,15 @@ impl Target {
                 if fixed_vl {
                     kinds.push((VectorKind::Sve, c.clone()));
                 }
-                let mut vla = VectorCaps::scalable(128, 128, 2048);
-                vla.has_sme = c.has_sme;
+                let vla = VectorCaps::scalable(128, 128, 2048);
                 kinds.push((VectorKind::SveVla, if fixed_vl { vla } else { c.clone() }));
                 kinds.push((VectorKind::Neon, VectorCaps::fixed(128)));
+                kinds.extend(self.sme.as_ref().map(|s| (VectorKind::Sme, s.caps.clone())));
             }
-            Arch::Aarch64 => kinds.push((VectorKind::Neon, c.clone())),
+            Arch::Aarch64 => {
+                kinds.push((VectorKind::Neon, c.clone()));
+                kinds.extend(self.sme.as_ref().map(|s| (VectorKind::Sme, s.caps.clone())));
+            }
             Arch::Riscv64 if c.scalable => {
                 kinds.push((VectorKind::RvvVla, c.clone()));
                 if let Some(&vl) = self.default_vl_bits.first() {
@@ -362,11 +410,45 @@ impl Target {
             } else {
                 format!("VL {}..{} bits", c.min_bits(), c.max_bits())
             };
-            format!("scalable, vscale = VL/{}, {vls}{}", c.granule_bits, if c.has_sme { ", SME" } else { "" })
+            format!("scalable, vscale = VL/{}, {vls}{}", c.granule_bits, self.sme_summary())
         } else {
-            format!("fixed {}-bit vectors (vscale = {})", c.max_bits(), c.vscale_values[0])
+            format!("fixed {}-bit vectors (vscale = {}){}", c.max_bits(), c.vscale_values[0], self.sme_summary())
         }
     }
+
+    fn sme_summary(&self) -> String {
+        match &self.sme {
+            Some(s) if s.caps.min_bits() == s.caps.max_bits() => format!(", SME at streaming VL {}", s.caps.min_bits()),
+            Some(s) => format!(", SME at streaming VL {}..{}", s.caps.min_bits(), s.caps.max_bits()),
+            None => String::new(),
+        }
+    }
+}
+
+/// The `[sme]` table of a target file, checked.
+fn sme_from_file(s: &SmeFile, bad: &dyn Fn(String) -> TargetError) -> Result<Sme, TargetError> {
+    let (min, max) = (s.min_vl_bits, s.max_vl_bits);
+    if min < 128 || min > max || max > 2048 || !min.is_power_of_two() || !max.is_power_of_two() {
+        return Err(bad(format!("[sme] bad streaming VL range {min}..={max} (powers of two from 128 to 2048)")));
+    }
+    for (name, rate) in [
+        ("mopa_per_cycle", s.mopa_per_cycle),
+        ("za_load_per_cycle", s.za_load_per_cycle),
+        ("za_store_per_cycle", s.za_store_per_cycle),
+    ] {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(bad(format!("[sme] {name} must be a positive number of instructions per cycle, not {rate}")));
+        }
+    }
+    let mut caps = VectorCaps::scalable(128, min, max);
+    caps.has_sme = true;
+    caps.has_gather = false;
+    Ok(Sme {
+        caps,
+        mopa_per_cycle: s.mopa_per_cycle,
+        za_load_per_cycle: s.za_load_per_cycle,
+        za_store_per_cycle: s.za_store_per_cycle,
+    })
 }
 
 #[cfg(test)]
@@ -402,6 +484,20 @@ mod tests {
         // Length-agnostic SVE: no fixed-length SVE kind.
         assert_eq!(kind_names(&load("sve-generic")), ["sve-vla", "neon"]);
         assert_eq!(kind_names(&load("neon")), ["neon"]);
+        // SME: streaming code last, at the streaming vector lengths, no gathers.
+        let sme = load("sme");
+        assert_eq!(kind_names(&sme), ["sve-vla", "neon", "sme"]);
+        let streaming = &sme.vector_kinds()[2].1;
+        assert!(streaming.has_sme && !streaming.has_gather && streaming.scalable);
+        assert_eq!(streaming.vscale_values, [1, 2, 4, 8, 16]);
+        assert!(sme.vector_kinds()[..2].iter().all(|(_, c)| !c.has_sme), "only streaming code uses ZA");
+        // Apple M4: NEON outside streaming mode, SME at a 512-bit streaming VL.
+        let m4 = load("apple-m4");
+        assert_eq!(kind_names(&m4), ["neon", "sme"]);
+        assert_eq!(m4.vector_kinds()[1].1.vscale_values, [4]);
+        assert_eq!(m4.default_vl_bits, [512]);
+        assert_eq!(m4.vscale_for_vl(512).ok(), Some(4));
+        assert!(m4.vscale_for_vl(256).is_err());
         // RVV: length-agnostic, and fixed at the first default VLEN.
         let rvv = load("rvv");
         assert_eq!(kind_names(&rvv), ["rvv-vla", format!("rvv-{}", rvv.default_vl_bits[0]).as_str()]);

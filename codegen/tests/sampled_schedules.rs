@@ -36,7 +36,7 @@ const WORKLOADS: &[&str] = &[
     "matmul_f16:M=5,N=19,K=4",
 ];
 
-const TARGETS: &[&str] = &["sve-generic", "neoverse-v1", "rvv", "host", "neon"];
+const TARGETS: &[&str] = &["sve-generic", "neoverse-v1", "rvv", "host", "neon", "sme", "apple-m4"];
 
 fn interpret(w: &scaletune_space::workload::Workload, nest: &Nest, text: &str, seed: u64) -> Result<(), TestCaseError> {
     let prog = lower(nest, "k").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

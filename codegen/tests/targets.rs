@@ -48,7 +48,7 @@ fn on_path(program: &str) -> bool {
 #[test]
 fn every_shipped_target_loads_and_is_consistent() {
     let names: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
-    assert_eq!(names, ["host", "neon", "neoverse-v1", "neoverse-v2", "a64fx", "sve-generic", "rvv"]);
+    assert_eq!(names, ["host", "neon", "neoverse-v1", "neoverse-v2", "a64fx", "sve-generic", "rvv", "sme", "apple-m4"]);
     for name in names {
         let t = Target::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(t.name, name, "the file's name field");
@@ -98,6 +98,11 @@ fn every_shipped_target_loads_and_is_consistent() {
         }
         let kinds = t.vector_kinds();
         assert_eq!(kinds.first().map(|k| &k.1), Some(c), "{name}: the first vector kind is the target's own");
+        // SME: streaming code at the [sme] vector lengths, without gathers.
+        if let Some(sme) = &t.sme {
+            assert!(has("sme") && sme.caps.has_sme && !sme.caps.has_gather, "{name}: {sme:?}");
+            assert_eq!(kinds.last().map(|k| &k.1), Some(&sme.caps), "{name}: SME is the last kind");
+        }
 
         // Run commands: the compiler, and QEMU for every non-host target,
         // with the VL placeholder where the VL can vary.

@@ -89,7 +89,8 @@ pub struct Emulated {
     /// executed block.
     pub est_cycles: Option<f64>,
     /// Why `est_cycles` is `None` (no model, an instruction llvm-mca cannot
-    /// model such as SME's, ...).
+    /// model, ...), or, when SME instructions were priced from the target's
+    /// throughput table instead of llvm-mca, how many cycles that gave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub est_cycles_note: Option<String>,
     /// Instructions executed by the whole emulated process (driver, libc,

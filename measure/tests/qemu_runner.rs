@@ -164,6 +164,18 @@ fn no_model_or_an_unmodelled_instruction_gives_no_estimate() {
     assert!(e.instructions > 0 && e.est_cycles.is_none(), "{e:?}");
     let note = e.est_cycles_note.unwrap_or_default();
     assert!(note.contains("cannot be modelled") && note.contains("llvm-mca"), "{note}");
+
+    // On a target with an [sme] table, the SME instructions are priced from
+    // it (smstart, zero, smstop: one cycle each) and llvm-mca prices the rest.
+    let t = target("sme");
+    let built = crafted_built(2, &w, &t, &sme, TIMEOUT);
+    let m = QemuRunner::new().measure(&built, 128);
+    assert_eq!(m.status, Status::Ok, "{}", m.message);
+    let e = m.emulated.expect("metrics");
+    assert!(e.est_cycles.is_some_and(|c| c >= 3.0), "{e:?}");
+    let note = e.est_cycles_note.unwrap_or_default();
+    let want = "3 of the estimated cycles are SME instructions priced from the [sme] throughput table of target `sme`";
+    assert!(note.starts_with(want), "{note}");
 }
 
 #[test]

@@ -15,7 +15,9 @@ pub struct VectorCaps {
     pub granule_bits: u32,
     /// Every value vscale may take, ascending (one value on fixed targets).
     pub vscale_values: Vec<u32>,
-    /// True if the target has SME (streaming SVE and ZA outer products).
+    /// True for the `sme` vector kind: code runs in SME streaming mode
+    /// (vscale is the streaming vector length over `granule_bits`) and may
+    /// use the ZA tiles.
     pub has_sme: bool,
     /// True if the target has hardware gathers and scatters.
     pub has_gather: bool,

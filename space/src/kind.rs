@@ -15,6 +15,10 @@ pub enum VectorKind {
     Sve,
     /// Arm SVE at any vector length (length-agnostic code).
     SveVla,
+    /// Arm SME: the kernel body runs in streaming mode (streaming SVE at the
+    /// streaming vector length, gathers unavailable) and may accumulate
+    /// outer products in the ZA tiles (`tensorize`).
+    Sme,
     /// RISC-V vectors of a target with one vector length.
     Rvv,
     /// RISC-V vectors at any vector length (length-agnostic code).
@@ -36,6 +40,7 @@ impl fmt::Display for VectorKind {
             VectorKind::Neon => f.write_str("neon"),
             VectorKind::Sve => f.write_str("sve"),
             VectorKind::SveVla => f.write_str("sve-vla"),
+            VectorKind::Sme => f.write_str("sme"),
             VectorKind::Rvv => f.write_str("rvv"),
             VectorKind::RvvVla => f.write_str("rvv-vla"),
             VectorKind::RvvFixed(bits) => write!(f, "rvv-{bits}"),
@@ -48,7 +53,7 @@ impl fmt::Display for VectorKind {
 
 /// A name that is no vector kind.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown vector kind `{0}` (neon, sve, sve-vla, rvv, rvv-vla, rvv-BITS, avx512, avx2, sse)")]
+#[error("unknown vector kind `{0}` (neon, sve, sve-vla, sme, rvv, rvv-vla, rvv-BITS, avx512, avx2, sse)")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for VectorKind {
@@ -59,6 +64,7 @@ impl FromStr for VectorKind {
             "neon" => VectorKind::Neon,
             "sve" => VectorKind::Sve,
             "sve-vla" => VectorKind::SveVla,
+            "sme" => VectorKind::Sme,
             "rvv" => VectorKind::Rvv,
             "rvv-vla" => VectorKind::RvvVla,
             "avx512" => VectorKind::Avx512,
@@ -95,6 +101,7 @@ mod tests {
             VectorKind::Neon,
             VectorKind::Sve,
             VectorKind::SveVla,
+            VectorKind::Sme,
             VectorKind::Rvv,
             VectorKind::RvvVla,
             VectorKind::RvvFixed(256),

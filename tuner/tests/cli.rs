@@ -124,6 +124,41 @@ fn gathers_and_tiled_matmul_on_neon_neoverse_v2_and_a64fx() {
     }
 }
 
+/// SME: `check` passes the tensorized matmul with edge tiles and the outer
+/// product with 1, 2 and 4 ZA tiles per micro-kernel at every streaming
+/// vector length of `sme` and at 512 bits on `apple-m4`; the assembly
+/// enters streaming mode, accumulates with `fmopa` and stores ZA slices.
+#[test]
+fn sme_schedules_with_1_2_and_4_tiles_pass_check_on_sme_and_apple_m4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
+    let outer = std::fs::read_to_string(common::root().join(sched("outer_product_sme"))).expect("trace");
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let mm = matmul
+            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
+            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"));
+        let op = outer
+            .replace("split(a, factors=[None, 4*vscale])", &format!("split(a, factors=[None, {rows}*vscale])"))
+            .replace("split(c, factors=[None, 4*vscale])", &format!("split(c, factors=[None, {cols}*vscale])"));
+        let (mm_file, op_file) = (dir.path().join(format!("mm_{rows}x{cols}.trace")), dir.path().join("op.trace"));
+        std::fs::write(&mm_file, mm).expect("write");
+        std::fs::write(&op_file, op).expect("write");
+        let (mm_file, op_file) = (mm_file.display().to_string(), op_file.display().to_string());
+        for target in ["sme", "apple-m4"] {
+            let t = check_ok("matmul:M=67,N=131,K=29", target, &mm_file, None);
+            let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
+            for vl in vls {
+                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
+            }
+            check_ok("outer_product", target, &op_file, None);
+            let a = asm("matmul:M=67,N=131,K=29", target, &mm_file);
+            for needle in ["smstart\tsm", "fmopa\tza", "st1w\t{za"] {
+                assert!(a.contains(needle), "{target}: no `{needle}`");
+            }
+        }
+    }
+}
+
 /// Without `--schedule`, `compile` and `check` use the naive loop nest.
 #[test]
 fn compile_and_check_the_naive_nest() {

@@ -107,6 +107,32 @@ fn space_sizes_say_whether_they_are_exact() {
 }
 
 #[test]
+fn sme_targets_sample_sme_candidates_among_the_others_and_they_pass_under_qemu() {
+    for (target, others) in [("sme", ["sve-vla", "neon"].as_slice()), ("apple-m4", ["neon"].as_slice())] {
+        let o = scaletune(&[
+            "explore",
+            "matmul:M=37,N=45,K=9",
+            "--target",
+            target,
+            "--samples",
+            "12",
+            "--seed",
+            "3",
+            "--check",
+            "--qemu",
+        ]);
+        let r = stdout(&o);
+        assert!(o.status.success() && r.contains("12 passed, 0 failed"), "{r}");
+        assert!(summary_line(&r, "rules applied:").contains("sme-tensorize"), "{r}");
+        assert!(r.contains("options: workload: vector kind = sme"), "{r}");
+        let kinds = summary_line(&r, "vector kinds:");
+        for k in others.iter().chain(&["sme"]) {
+            assert!(kinds.contains(k), "{target}: {kinds}");
+        }
+    }
+}
+
+#[test]
 fn compiled_samples_pass_under_qemu() {
     let o = scaletune(&["explore", "scale_add:N=123", "--target", "sve-generic", "--samples", "4", "--qemu"]);
     let r = stdout(&o);

@@ -21,6 +21,9 @@ pub(crate) struct Machine<'a> {
     pub(super) si2: Vec<i64>,
     pub(super) sb2: Vec<bool>,
     pub(super) stats: InterpStats,
+    /// The ZA array as four f32 tiles of `L x L` elements (`L = 4*vscale`),
+    /// row-major, tile after tile; allocated by the first ZA statement.
+    pub(super) za: Vec<f64>,
     max_steps: u64,
 }
 
@@ -51,6 +54,7 @@ impl<'a> Machine<'a> {
             si2: Vec::new(),
             sb2: Vec::new(),
             stats: InterpStats::default(),
+            za: Vec::new(),
             max_steps: opts.max_steps.unwrap_or(u64::MAX),
         })
     }
@@ -136,6 +140,10 @@ impl<'a> Machine<'a> {
                     self.body(else_body)
                 }
             }
+            Stmt::ZaZero { tile } => self.za_zero(*tile),
+            Stmt::ZaLoad { tile, row, buf, base, mask } => self.za_load(*tile, *row, *buf, *base, *mask),
+            Stmt::ZaStore { tile, row, buf, base, mask } => self.za_store(*tile, *row, *buf, *base, *mask),
+            Stmt::Mopa { tile, a, b, a_mask, b_mask } => self.mopa(*tile, *a, *b, *a_mask, *b_mask),
         }
     }
 

@@ -36,6 +36,7 @@ mod memory;
 mod ops;
 mod regs;
 mod value;
+mod za;
 
 use crate::vprog::{self, Program, Reg, VerifyError};
 use scaletune_space::TensorData;

@@ -117,7 +117,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn string_attr(&self, key: &str, value: &str) -> LLVMAttributeRef {
+    pub(crate) fn string_attr(&self, key: &str, value: &str) -> LLVMAttributeRef {
         // SAFETY: both strings are passed with their lengths; the context is alive.
         unsafe {
             LLVMCreateStringAttribute(
@@ -133,7 +133,10 @@ impl Emitter<'_> {
     /// Function attributes (`target-cpu`, `target-features`, `nounwind`,
     /// `vscale_range` on scalable targets) and parameter attributes.
     fn add_attributes(&self) -> Result<(), LlvmError> {
-        let fn_attrs = self.function_attributes()?;
+        let mut fn_attrs = self.function_attributes()?;
+        if self.prog.uses_za() {
+            fn_attrs.push(self.string_attr(super::za::NEW_ZA, ""));
+        }
         let mut param_attrs = Vec::new();
         for (i, p) in self.prog.params.iter().enumerate() {
             if let Param::Tensor(buf) = p {
@@ -183,6 +186,9 @@ impl Emitter<'_> {
             };
             // `vscale_range(min,max)` packs both bounds into one integer.
             fn_attrs.push(self.enum_attr("vscale_range", (u64::from(min) << 32) | u64::from(max))?);
+        }
+        if caps.has_sme {
+            fn_attrs.push(self.string_attr(super::za::STREAMING_BODY, ""));
         }
         Ok(fn_attrs)
     }
@@ -396,6 +402,10 @@ impl Emitter<'_> {
                 self.emit_loop(*var, first, last, body, *hint)?
             }
             Stmt::If { cond, then_body, else_body } => self.emit_if(*cond, then_body, else_body)?,
+            Stmt::ZaZero { tile } => self.za_zero(*tile)?,
+            Stmt::ZaLoad { tile, row, buf, base, mask } => self.za_slice(false, *tile, *row, *buf, *base, *mask)?,
+            Stmt::ZaStore { tile, row, buf, base, mask } => self.za_slice(true, *tile, *row, *buf, *base, *mask)?,
+            Stmt::Mopa { tile, a, b, a_mask, b_mask } => self.mopa(*tile, *a, *b, *a_mask, *b_mask)?,
         }
         Ok(())
     }

@@ -49,10 +49,11 @@ mod parallel;
 mod runtime;
 mod support;
 mod types;
+mod za;
 
 pub use host::{host_info, llvm_version};
 pub use parallel::PARALLEL_FOR;
-pub use runtime::{compile_command as runtime_compile_command, RUNTIME_SOURCE};
+pub use runtime::{compile_command as runtime_compile_command, RUNTIME_SOURCE, SME_ABI_SOURCE, SME_ABI_SYMBOLS};
 
 use crate::target::Target;
 use crate::vprog::{self, Param, Program};
@@ -267,8 +268,15 @@ pub fn compile_emitting(
     };
     let mut object = machine::emit(&module, &tm, machine::Output::Object)?;
     check("object")?;
+    let mut parts = Vec::new();
     if outline::has_parallel(&prog.body) {
-        object = runtime::link_runtime(target, &object)?;
+        parts.push(runtime::Part::ThreadPool);
+    }
+    if prog.uses_za() {
+        parts.push(runtime::Part::SmeAbi);
+    }
+    if !parts.is_empty() {
+        object = runtime::link_runtime(target, &object, &parts)?;
     }
     Ok(Emitted { llvm_ir, asm, object, warnings: ctx.warnings() })
 }

@@ -96,6 +96,7 @@ pub(crate) fn outermost_parallel(stmts: &[Stmt]) -> Vec<&Stmt> {
 fn op_buffer(s: &Stmt) -> Option<BufId> {
     match s {
         Stmt::Assign { op: Op::Load { buf, .. } | Op::VLoad { buf, .. } | Op::Gather { buf, .. }, .. } => Some(*buf),
+        Stmt::ZaLoad { buf, .. } => Some(*buf),
         _ => None,
     }
 }
@@ -106,6 +107,7 @@ fn stmt_write(s: &Stmt) -> Option<(BufId, Reg)> {
         Stmt::Store { buf, index, .. } => Some((*buf, *index)),
         Stmt::VStore { buf, base, .. } => Some((*buf, *base)),
         Stmt::Scatter { buf, indices, .. } => Some((*buf, *indices)),
+        Stmt::ZaStore { buf, base, .. } => Some((*buf, *base)),
         _ => None,
     }
 }

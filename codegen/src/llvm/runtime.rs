@@ -12,6 +12,11 @@
 //! carries its own copy of the code (two kernels in one program never clash,
 //! and the kernel stays the object's only global function), while the pool
 //! state is a weak, versioned data symbol that every copy shares.
+//!
+//! Kernels that use ZA get the SME ABI support routines the same way
+//! (`codegen/runtime/scaletune_sme_abi.c`: `__arm_tpidr2_save`,
+//! `__arm_tpidr2_restore`, `__arm_za_disable`, `__arm_get_current_vg`,
+//! made local to the object).
 
 use super::parallel::PARALLEL_FOR;
 use super::LlvmError;
@@ -24,10 +29,55 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// The C source of the runtime.
 pub const RUNTIME_SOURCE: &str = include_str!("../../runtime/scaletune_rt.c");
 
-/// File names inside scratch directories (relative, so that no temporary
-/// path reaches an object's symbol table).
-const SOURCE_FILE: &str = "scaletune_rt.c";
-const RUNTIME_OBJECT: &str = "scaletune_rt.o";
+/// The C source of the SME ABI support routines.
+pub const SME_ABI_SOURCE: &str = include_str!("../../runtime/scaletune_sme_abi.c");
+
+/// The SME ABI routines, local to each kernel object that uses ZA.
+pub const SME_ABI_SYMBOLS: &[&str] =
+    &["__arm_tpidr2_save", "__arm_tpidr2_restore", "__arm_za_disable", "__arm_get_current_vg"];
+
+/// One runtime source: the thread pool or the SME ABI routines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// `scaletune_rt.c`, for parallel loops.
+    ThreadPool,
+    /// `scaletune_sme_abi.c`, for kernels that use ZA.
+    SmeAbi,
+}
+
+impl Part {
+    fn source(self) -> &'static str {
+        match self {
+            Part::ThreadPool => RUNTIME_SOURCE,
+            Part::SmeAbi => SME_ABI_SOURCE,
+        }
+    }
+
+    /// The source's file name in scratch directories (relative, so that no
+    /// temporary path reaches an object's symbol table).
+    fn file(self) -> &'static str {
+        match self {
+            Part::ThreadPool => "scaletune_rt.c",
+            Part::SmeAbi => "scaletune_sme_abi.c",
+        }
+    }
+
+    fn object(self) -> &'static str {
+        match self {
+            Part::ThreadPool => "scaletune_rt.o",
+            Part::SmeAbi => "scaletune_sme_abi.o",
+        }
+    }
+
+    fn local_symbols(self) -> &'static [&'static str] {
+        match self {
+            Part::ThreadPool => &[PARALLEL_FOR],
+            Part::SmeAbi => SME_ABI_SYMBOLS,
+        }
+    }
+}
+
+/// File names inside scratch directories.
 const KERNEL_OBJECT: &str = "kernel.o";
 const MERGED_OBJECT: &str = "merged.o";
 
@@ -57,30 +107,35 @@ fn runtime_error(step: &'static str, message: String) -> LlvmError {
     LlvmError::Runtime { step, message }
 }
 
-/// Merges the runtime into `kernel_object` for `target`: one relocatable object.
-pub(crate) fn link_runtime(target: &Target, kernel_object: &[u8]) -> Result<Vec<u8>, LlvmError> {
-    let runtime = runtime_object(target)?;
+/// Merges the runtime `parts` into `kernel_object` for `target`: one relocatable object.
+pub(crate) fn link_runtime(target: &Target, kernel_object: &[u8], parts: &[Part]) -> Result<Vec<u8>, LlvmError> {
     let scratch = scratch(&cache_dir()).map_err(|e| runtime_error("merging", e))?;
     let write = |name: &str, bytes: &[u8]| {
         std::fs::write(scratch.path().join(name), bytes)
             .map_err(|e| runtime_error("merging", format!("writing {name}: {e}")))
     };
     write(KERNEL_OBJECT, kernel_object)?;
-    write(RUNTIME_OBJECT, &runtime)?;
+    let mut args = vec!["-r", KERNEL_OBJECT];
+    for &part in parts {
+        write(part.object(), &runtime_object(target, part)?)?;
+        args.push(part.object());
+    }
+    args.extend(["-o", MERGED_OBJECT]);
     let ld = crate::tools::ld_lld();
-    run(Command::new(&ld).args(["-r", KERNEL_OBJECT, RUNTIME_OBJECT, "-o", MERGED_OBJECT]), scratch.path(), "merging")?;
+    run(Command::new(&ld).args(&args), scratch.path(), "merging")?;
     let objcopy = crate::tools::llvm_objcopy();
-    let localize = format!("--localize-symbol={PARALLEL_FOR}");
-    run(Command::new(&objcopy).args([localize.as_str(), MERGED_OBJECT]), scratch.path(), "merging")?;
+    let localize: Vec<String> =
+        parts.iter().flat_map(|p| p.local_symbols()).map(|s| format!("--localize-symbol={s}")).collect();
+    run(Command::new(&objcopy).args(&localize).arg(MERGED_OBJECT), scratch.path(), "merging")?;
     std::fs::read(scratch.path().join(MERGED_OBJECT))
         .map_err(|e| runtime_error("merging", format!("reading {MERGED_OBJECT}: {e}")))
 }
 
-/// The runtime object for `target`: from this process's memo, the disk cache, or the compiler.
-fn runtime_object(target: &Target) -> Result<Arc<Vec<u8>>, LlvmError> {
+/// A runtime object for `target`: from this process's memo, the disk cache, or the compiler.
+fn runtime_object(target: &Target, part: Part) -> Result<Arc<Vec<u8>>, LlvmError> {
     static MEMO: OnceLock<Mutex<HashMap<String, Arc<Vec<u8>>>>> = OnceLock::new();
     let cmd = compile_command(target)?;
-    let memo_key = format!("{}\0{}\0{}", cmd.join("\0"), target.triple, target.features);
+    let memo_key = format!("{}\0{}\0{}\0{}", part.file(), cmd.join("\0"), target.triple, target.features);
     // Holding the lock while building keeps one process from compiling twice.
     let mut memo = MEMO.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
     if let Some(obj) = memo.get(&memo_key) {
@@ -90,13 +145,13 @@ fn runtime_object(target: &Target) -> Result<Arc<Vec<u8>>, LlvmError> {
         .arg("--version")
         .output()
         .map_err(|e| runtime_error("compiling", format!("cannot run `{} --version`: {e}", cmd[0])))?;
-    let key = hash_hex(&[RUNTIME_SOURCE.as_bytes(), memo_key.as_bytes(), &version.stdout]);
+    let key = hash_hex(&[part.source().as_bytes(), memo_key.as_bytes(), &version.stdout]);
     let dir = cache_dir();
     let path = dir.join(format!("{key}.o"));
     let obj = match std::fs::read(&path) {
         Ok(bytes) if bytes.starts_with(b"\x7fELF") => bytes,
         _ => {
-            let bytes = compile_runtime(&cmd, &dir)?;
+            let bytes = compile_runtime(&cmd, &dir, part)?;
             store(&dir, &path, &bytes)?;
             bytes
         }
@@ -106,14 +161,14 @@ fn runtime_object(target: &Target) -> Result<Arc<Vec<u8>>, LlvmError> {
     Ok(obj)
 }
 
-/// Compiles the embedded source with `cmd` in a scratch directory.
-fn compile_runtime(cmd: &[String], dir: &Path) -> Result<Vec<u8>, LlvmError> {
+/// Compiles an embedded source with `cmd` in a scratch directory.
+fn compile_runtime(cmd: &[String], dir: &Path, part: Part) -> Result<Vec<u8>, LlvmError> {
     let scratch = scratch(dir).map_err(|e| runtime_error("compiling", e))?;
-    std::fs::write(scratch.path().join(SOURCE_FILE), RUNTIME_SOURCE)
-        .map_err(|e| runtime_error("compiling", format!("writing {SOURCE_FILE}: {e}")))?;
-    run(Command::new(&cmd[0]).args(&cmd[1..]).args([SOURCE_FILE, "-o", RUNTIME_OBJECT]), scratch.path(), "compiling")?;
-    std::fs::read(scratch.path().join(RUNTIME_OBJECT))
-        .map_err(|e| runtime_error("compiling", format!("reading {RUNTIME_OBJECT}: {e}")))
+    let (file, object) = (part.file(), part.object());
+    std::fs::write(scratch.path().join(file), part.source())
+        .map_err(|e| runtime_error("compiling", format!("writing {file}: {e}")))?;
+    run(Command::new(&cmd[0]).args(&cmd[1..]).args([file, "-o", object]), scratch.path(), "compiling")?;
+    std::fs::read(scratch.path().join(object)).map_err(|e| runtime_error("compiling", format!("reading {object}: {e}")))
 }
 
 /// Writes a cache entry atomically: a temporary file in the same directory, then a rename.

@@ -52,6 +52,8 @@ pub(crate) struct Lowerer {
     pub tiles: TilePlan,
     pub active_tiles: HashMap<(BlockId, Vec<i64>), Reg>,
     pub unrolled: HashMap<VarId, i64>,
+    /// Tensorized loops whose ZA tiles start at zero.
+    pub za_zero_start: std::collections::HashSet<LoopId>,
 }
 
 pub(crate) type Result<T> = std::result::Result<T, LowerError>;
@@ -75,6 +77,7 @@ pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
 /// expression is computed where it is used (for tests of that clean-up).
 pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
     let mut nest = nest.clone();
+    let za_zero_start = super::za::zero_started(&mut nest);
     nest.decompose_all_inits();
     let vscale_const = nest.caps.fixed_vscale().map(i64::from);
     // A vector loop of one fixed lane is a plain loop.
@@ -109,6 +112,7 @@ pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
         tiles,
         active_tiles: HashMap::new(),
         unrolled: HashMap::new(),
+        za_zero_start,
     };
     lw.setup_buffers()?;
     for n in lw.nest.root.clone() {

@@ -9,7 +9,8 @@
 //! version the innermost loop that decides whether a vector is full
 //! (`tails`); reductions over a vector loop accumulate in a vector register
 //! hoisted above the loops that carry the reduction and are reduced
-//! horizontally once (`reduce`).
+//! horizontally once (`reduce`). A loop marked by `tensorize` becomes an SME
+//! micro-kernel of outer products into ZA tiles (`za`).
 
 mod access;
 mod block;
@@ -19,6 +20,7 @@ mod reduce;
 mod tails;
 mod tiles;
 mod walk;
+mod za;
 
 #[cfg(test)]
 mod tests;

@@ -47,6 +47,9 @@ impl TilePlan {
                 continue;
             }
             let anc = nest.ancestors(Node::Block(b));
+            if anc.iter().any(|l| nest.is_tensorized(*l)) {
+                continue; // accumulated in ZA tiles
+            }
             let v = anc.iter().copied().find(|l| matches!(nest.loop_(*l).kind, LoopKind::Vectorize(_)));
             let bound: Vec<Expr> = blk.lhs.indices.iter().map(|e| nest.bind(b, e)).collect();
             let flat = nest.flat_index(blk.lhs.tensor, &bound);

@@ -13,6 +13,7 @@ impl Lowerer {
     pub fn node(&mut self, n: Node) -> Result<()> {
         match n {
             Node::Block(b) => self.block(b),
+            Node::Loop(l) if self.nest.is_tensorized(l) => self.tensorized(l),
             Node::Loop(l) => self.loop_with_accumulators(l),
         }
     }

@@ -36,6 +36,11 @@ impl Stmt {
             Stmt::Scatter { indices, value, mask, .. } => [*indices, *value].into_iter().chain(*mask).collect(),
             Stmt::Loop { start, end, .. } => vec![*start, *end],
             Stmt::If { cond, .. } => vec![*cond],
+            Stmt::ZaZero { .. } => Vec::new(),
+            Stmt::ZaLoad { row, base, mask, .. } | Stmt::ZaStore { row, base, mask, .. } => {
+                [*row, *base].into_iter().chain(*mask).collect()
+            }
+            Stmt::Mopa { a, b, a_mask, b_mask, .. } => [*a, *b].into_iter().chain(*a_mask).chain(*b_mask).collect(),
         }
     }
 
@@ -48,6 +53,13 @@ impl Stmt {
             Stmt::Scatter { indices, value, mask, .. } => [indices, value].into_iter().chain(mask.as_mut()).collect(),
             Stmt::Loop { start, end, .. } => vec![start, end],
             Stmt::If { cond, .. } => vec![cond],
+            Stmt::ZaZero { .. } => Vec::new(),
+            Stmt::ZaLoad { row, base, mask, .. } | Stmt::ZaStore { row, base, mask, .. } => {
+                [row, base].into_iter().chain(mask.as_mut()).collect()
+            }
+            Stmt::Mopa { a, b, a_mask, b_mask, .. } => {
+                [a, b].into_iter().chain(a_mask.as_mut()).chain(b_mask.as_mut()).collect()
+            }
         }
     }
 

@@ -98,6 +98,17 @@ fn print_stmt(p: &Program, s: &Stmt, depth: usize, out: &mut String) -> fmt::Res
         Stmt::Scatter { buf: b, indices, value, mask: m } => {
             writeln!(out, "{ind}scatter {}[{indices}] = {value}{}", buf(p, *b), mask(m))
         }
+        Stmt::ZaZero { tile } => writeln!(out, "{ind}za.zero za{tile}.s"),
+        Stmt::ZaLoad { tile, row, buf: b, base, mask: m } => {
+            writeln!(out, "{ind}za.load za{tile}.s[{row}] = {}[{base}..]{}", buf(p, *b), mask(m))
+        }
+        Stmt::ZaStore { tile, row, buf: b, base, mask: m } => {
+            writeln!(out, "{ind}za.store {}[{base}..] = za{tile}.s[{row}]{}", buf(p, *b), mask(m))
+        }
+        Stmt::Mopa { tile, a, b, a_mask, b_mask } => {
+            let m = |x: &Option<Reg>| x.map(|r| format!("{r}")).unwrap_or_else(|| "all".into());
+            writeln!(out, "{ind}za.mopa za{tile}.s += {a} (x) {b} rows {} cols {}", m(a_mask), m(b_mask))
+        }
         Stmt::Loop { var, start, end, body, hint } => {
             let h = match hint {
                 LoopHint::None => String::new(),

@@ -473,6 +473,54 @@ pub enum Stmt {
         /// Backend hint.
         hint: LoopHint,
     },
+    /// Sets every element of the f32 ZA tile `za<tile>.s` to zero (SME).
+    ZaZero {
+        /// Tile number, 0 to 3.
+        tile: u8,
+    },
+    /// Horizontal slice `row` of ZA tile `tile` = `buf[base..base+L]` (`L`
+    /// lanes of a streaming f32 vector); masked-off lanes become zero (SME).
+    ZaLoad {
+        /// Tile number, 0 to 3.
+        tile: u8,
+        /// Slice (row) number, a scalar index below `L`.
+        row: Reg,
+        /// Buffer read.
+        buf: BufId,
+        /// Element index of lane 0.
+        base: Reg,
+        /// Optional mask (`L` lanes).
+        mask: Option<Reg>,
+    },
+    /// `buf[base..base+L]` = horizontal slice `row` of ZA tile `tile`;
+    /// masked-off lanes write nothing (SME).
+    ZaStore {
+        /// Tile number, 0 to 3.
+        tile: u8,
+        /// Slice (row) number, a scalar index below `L`.
+        row: Reg,
+        /// Buffer written.
+        buf: BufId,
+        /// Element index of lane 0.
+        base: Reg,
+        /// Optional mask (`L` lanes).
+        mask: Option<Reg>,
+    },
+    /// Outer product and accumulate (`fmopa`): `tile[r][c] += a[r] * b[c]`
+    /// (fused) for every `r` active in `a_mask` and `c` active in `b_mask`;
+    /// `a` and `b` are f32 vectors of `L` lanes (SME).
+    Mopa {
+        /// Tile number, 0 to 3.
+        tile: u8,
+        /// The column vector (one element per row of the tile).
+        a: Reg,
+        /// The row vector (one element per column of the tile).
+        b: Reg,
+        /// Rows taking part.
+        a_mask: Option<Reg>,
+        /// Columns taking part.
+        b_mask: Option<Reg>,
+    },
     /// `if cond { then_body } else { else_body }` on a scalar bool.
     If {
         /// Condition register.
@@ -499,7 +547,23 @@ pub struct Program {
     pub body: Vec<Stmt>,
 }
 
+/// Number of f32 ZA tiles (`za0.s`..`za3.s`).
+pub const ZA_TILES: u8 = 4;
+
 impl Program {
+    /// True if the program uses the ZA array (SME tiles).
+    pub fn uses_za(&self) -> bool {
+        fn any(body: &[Stmt]) -> bool {
+            body.iter().any(|s| match s {
+                Stmt::ZaZero { .. } | Stmt::ZaLoad { .. } | Stmt::ZaStore { .. } | Stmt::Mopa { .. } => true,
+                Stmt::Loop { body, .. } => any(body),
+                Stmt::If { then_body, else_body, .. } => any(then_body) || any(else_body),
+                _ => false,
+            })
+        }
+        any(&self.body)
+    }
+
     /// The type of a register.
     pub fn ty(&self, r: Reg) -> Ty {
         self.regs[r.0 as usize]

@@ -1,6 +1,7 @@
 //! Type checker for vector programs, run between lowering and emission.
 
 use super::types::*;
+use scaletune_space::DType;
 use thiserror::Error;
 
 /// A vector program violates a typing rule.
@@ -116,6 +117,25 @@ impl Verifier<'_> {
                 self.scalar_index(*end, "loop end")
             }
             Stmt::If { cond, .. } => self.expect(*cond, Ty::bool(), "if condition"),
+            Stmt::ZaZero { tile } => za_tile(*tile),
+            Stmt::ZaLoad { tile, row, buf, base, mask } | Stmt::ZaStore { tile, row, buf, base, mask } => {
+                za_tile(*tile)?;
+                let b = self.buf(*buf)?;
+                if b.dtype != DType::F32 {
+                    return Err(format!("ZA slice of a {} buffer (f32 tiles only)", b.dtype));
+                }
+                self.scalar_index(*row, "ZA slice")?;
+                self.scalar_index(*base, "ZA slice base")?;
+                self.mask(*mask, Some(za_lanes()))
+            }
+            Stmt::Mopa { tile, a, b, a_mask, b_mask } => {
+                za_tile(*tile)?;
+                let want = Ty::vector(Elem::F32, za_lanes());
+                self.expect(*a, want, "outer product operand")?;
+                self.expect(*b, want, "outer product operand")?;
+                self.mask(*a_mask, Some(za_lanes()))?;
+                self.mask(*b_mask, Some(za_lanes()))
+            }
         }
     }
 
@@ -237,5 +257,18 @@ impl Verifier<'_> {
                 Ty::scalar(t.elem)
             }
         })
+    }
+}
+
+/// The lanes of one f32 streaming vector: the side of a ZA tile.
+fn za_lanes() -> Lanes {
+    Lanes::scalable(4)
+}
+
+fn za_tile(tile: u8) -> Result<(), String> {
+    if tile < ZA_TILES {
+        Ok(())
+    } else {
+        Err(format!("ZA tile {tile} does not exist (f32 tiles 0 to {})", ZA_TILES - 1))
     }
 }

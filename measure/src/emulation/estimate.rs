@@ -14,6 +14,10 @@
 //! cycles(block) = llvm-mca TotalCycles / Iterations of the block's instructions
 //! ```
 //!
+//! SME instructions, which llvm-mca cannot model, are priced from the
+//! target's throughput table instead ([`super::sme`]); their cycles are
+//! added to the block's and reported apart as [`Estimate::sme_cycles`].
+//!
 //! The kernel's blocks include those of its outlined parallel-loop bodies
 //! (see [`super::elf`]). Costs are cached per kernel (the SHA-256 of the
 //! code and addresses of its functions, the CPU model, features and iterations) in memory and, with
@@ -25,6 +29,7 @@ use super::disasm::{disassemble, mattr, mca_text, Insn};
 use super::elf::{kernel_code, KernelRange};
 use super::mca::{BlockCost, McaModel};
 use super::plugin::{BlockCount, Counts};
+use super::sme::{split_block, SmeCounts};
 use super::EmulationError;
 use scaletune_codegen::target::Target;
 use serde::{Deserialize, Serialize};
@@ -49,6 +54,9 @@ pub struct Estimate {
     pub cycles: f64,
     /// Σ executions × block reciprocal throughput (resource bound only).
     pub rthroughput_cycles: f64,
+    /// The part of `cycles` that the target's SME throughput table gives
+    /// (0 when the kernel executed no SME instruction).
+    pub sme_cycles: f64,
     /// Every block, by address.
     pub blocks: Vec<BlockEstimate>,
 }
@@ -58,6 +66,9 @@ pub struct Estimate {
 struct KernelCosts {
     /// (address, instructions) -> cost, or why llvm-mca rejected the block.
     blocks: BTreeMap<String, Result<BlockCost, String>>,
+    /// (address, instructions) -> cycles of the block's SME instructions (table-priced part of its cost).
+    #[serde(default)]
+    sme: BTreeMap<String, f64>,
     #[serde(skip)]
     insns: Option<Vec<Insn>>,
 }
@@ -114,7 +125,11 @@ impl CycleEstimator {
         let model = CycleEstimator::model(target).ok_or_else(|| {
             EmulationError::NoEstimate(format!("target `{}` has no llvm-mca model (mca_cpu)", target.name))
         })?;
-        let key = cache_key(&kernel_code(exe, exe_bytes, range)?, &model);
+        let table = target
+            .sme
+            .as_ref()
+            .map(|s| format!("{} {} {}", s.mopa_per_cycle, s.za_load_per_cycle, s.za_store_per_cycle));
+        let key = cache_key(&kernel_code(exe, exe_bytes, range)?, &model, table.as_deref().unwrap_or(""));
         let entry = {
             let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
             let disk = self.disk.as_deref();
@@ -134,19 +149,54 @@ impl CycleEstimator {
             let insns = costs.insns.as_deref().unwrap_or_default();
             let texts: Vec<Vec<String>> =
                 missing.iter().map(|b| block_text(insns, b, range, target)).collect::<Result<_, EmulationError>>()?;
-            let priced = model.block_costs(&texts)?;
-            for (b, cost) in missing.iter().zip(priced) {
+            let split: Vec<(Vec<String>, SmeCounts)> = texts.iter().map(|t| split_block(t)).collect();
+            // llvm-mca prices what is left of each block (a block of SME
+            // instructions only costs nothing there).
+            let priced_rest = model
+                .block_costs(&split.iter().map(|(r, _)| r.clone()).filter(|r| !r.is_empty()).collect::<Vec<_>>())?;
+            let mut priced_rest = priced_rest.into_iter();
+            for (b, (rest, sme)) in missing.iter().zip(&split) {
+                let mut cost = if rest.is_empty() {
+                    Ok(BlockCost { cycles: 0.0, rthroughput: 0.0 })
+                } else {
+                    priced_rest.next().unwrap_or_else(|| Err("llvm-mca priced too few blocks".into()))
+                };
+                let mut sme_cycles = 0.0;
+                if !sme.is_empty() {
+                    match &target.sme {
+                        Some(t) => {
+                            sme_cycles = sme.cycles(t);
+                            if let Ok(c) = &mut cost {
+                                c.cycles += sme_cycles;
+                                c.rthroughput += sme_cycles;
+                            }
+                        }
+                        None => {
+                            cost = Err(format!(
+                                "SME instructions, which llvm-mca has no model of, and target `{}` has no [sme] throughput table",
+                                target.name
+                            ))
+                        }
+                    }
+                }
                 costs.blocks.insert(block_key(b.addr, b.n_insns), cost);
+                costs.sme.insert(block_key(b.addr, b.n_insns), sme_cycles);
             }
             save(self.disk.as_deref(), &key, &costs);
         }
-        let mut est =
-            Estimate { cycles: 0.0, rthroughput_cycles: 0.0, blocks: Vec::with_capacity(counts.blocks.len()) };
+        let mut est = Estimate {
+            cycles: 0.0,
+            rthroughput_cycles: 0.0,
+            sme_cycles: 0.0,
+            blocks: Vec::with_capacity(counts.blocks.len()),
+        };
         for b in &counts.blocks {
             match costs.blocks.get(&block_key(b.addr, b.n_insns)) {
                 Some(Ok(cost)) => {
                     est.cycles += b.executions as f64 * cost.cycles;
                     est.rthroughput_cycles += b.executions as f64 * cost.rthroughput;
+                    let sme = costs.sme.get(&block_key(b.addr, b.n_insns)).copied().unwrap_or(0.0);
+                    est.sme_cycles += b.executions as f64 * sme;
                     est.blocks.push(BlockEstimate { block: *b, cost: *cost });
                 }
                 Some(Err(why)) => {
@@ -192,11 +242,11 @@ fn block_text(
     Ok(insns[first..last].iter().map(|i| mca_text(&i.text, target.arch)).collect())
 }
 
-fn cache_key(code: &[u8], model: &McaModel) -> String {
+fn cache_key(code: &[u8], model: &McaModel, sme_table: &str) -> String {
     let mut h = Sha256::new();
     h.update(code);
     h.update(format!(
-        "\n{}\n{}\n{}\n{}\nmca-cache-2",
+        "\n{}\n{}\n{}\n{}\n{sme_table}\nmca-cache-3",
         model.triple,
         model.cpu,
         model.mattr.as_deref().unwrap_or(""),

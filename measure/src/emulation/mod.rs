@@ -29,6 +29,7 @@ pub mod elf;
 pub mod estimate;
 pub mod mca;
 pub mod plugin;
+pub mod sme;
 
 pub use estimate::{BlockEstimate, CycleEstimator, Estimate};
 pub use plugin::{BlockCount, Counts};

@@ -340,11 +340,21 @@ impl QemuRunner {
                 spans.join(", ")
             )));
         }
-        let (estimate, note) =
-            match self.estimator.estimate(harness.executable(), &exe_bytes, &range, &counts, harness.target()) {
-                Ok(e) => (Some(e), None),
-                Err(e) => (None, Some(e.to_string())),
-            };
+        let target = harness.target();
+        let (estimate, note) = match self.estimator.estimate(harness.executable(), &exe_bytes, &range, &counts, target)
+        {
+            Ok(e) if e.sme_cycles > 0.0 => {
+                let note = format!(
+                    "{:.0} of the estimated cycles are SME instructions priced from the [sme] throughput table of target `{}` (llvm-mca has no SME model); llvm-mca ({}) priced the rest",
+                    e.sme_cycles,
+                    target.name,
+                    target.mca_cpu.as_deref().unwrap_or("?")
+                );
+                (Some(e), Some(note))
+            }
+            Ok(e) => (Some(e), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
         m.emulated = Some(Emulated {
             instructions: counts.kernel_instructions,
             est_cycles: estimate.as_ref().map(|e| e.cycles),

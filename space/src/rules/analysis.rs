@@ -100,3 +100,31 @@ pub(crate) fn has_reuse(nest: &Nest, b: BlockId) -> bool {
 pub(crate) fn scalable(nest: &Nest) -> bool {
     nest.caps.scalable || nest.kinds.iter().any(|(_, c)| c.scalable)
 }
+
+/// The iterators of rows and columns of a block that SME outer products can
+/// compute (`tensorize`): `C[.., i, j] += X * Y` (one reduction iterator) or
+/// `C[.., i, j] = X * Y` (none), f32 (or f16 converted to f32) reads, f32 output, `i` and `j` spatial
+/// and the last two indices of the output.
+pub(crate) fn outer_product_axes(nest: &Nest, b: BlockId) -> Option<(usize, usize)> {
+    use crate::workload::{BinOp, UpdateOp, Value};
+    use crate::DType;
+    let blk = nest.block(b);
+    let n_reduce = blk.iters.iter().filter(|it| it.kind == AxisKind::Reduce).count();
+    let op_fits = matches!((blk.op, n_reduce), (UpdateOp::Add, 1) | (UpdateOp::Assign, 0));
+    let product = matches!(&blk.rhs, Value::Bin(BinOp::Mul, x, y)
+        if crate::schedule::f32_read(x).is_some() && crate::schedule::f32_read(y).is_some());
+    if !op_fits || !product || nest.tensor(blk.lhs.tensor).dtype != DType::F32 {
+        return None;
+    }
+    let iter_of = |e: &Expr| match e {
+        Expr::Var(v) => blk.iters.iter().position(|it| it.var == *v),
+        _ => None,
+    };
+    let n = blk.lhs.indices.len();
+    if n < 2 {
+        return None;
+    }
+    let (rows, cols) = (iter_of(&blk.lhs.indices[n - 2])?, iter_of(&blk.lhs.indices[n - 1])?);
+    let spatial = |k: usize| blk.iters[k].kind == AxisKind::Spatial;
+    (rows != cols && spatial(rows) && spatial(cols)).then_some((rows, cols))
+}

@@ -12,6 +12,7 @@ mod common;
 mod fusion;
 mod parallel;
 mod reduction;
+mod sme;
 mod state;
 mod tiling;
 mod unroll;
@@ -44,6 +45,7 @@ pub fn workload_rules() -> Vec<Box<dyn WorkloadRule>> {
 /// Per-block rules; for each block the first one that applies is used.
 pub fn block_rules() -> Vec<Box<dyn BlockRule>> {
     vec![
+        Box::new(sme::SmeTensorize),
         Box::new(tiling::MultiLevelTiling::default()),
         Box::new(reduction::Reduction),
         Box::new(vectorize::VectorizeAxis),

@@ -43,6 +43,7 @@ impl WorkloadRule for Parallel {
                 let lp = s.probe.loop_(*l);
                 let var = lp.var;
                 let eligible = lp.kind == LoopKind::Serial
+                    && !s.probe.loops_in(Node::Loop(*l)).iter().any(|x| s.probe.is_tensorized(*x))
                     && !variable.contains(l)
                     && s.probe.extent(*l).as_int().is_some_and(|e| e >= 1)
                     && s.probe.blocks_in(Node::Loop(*l)).iter().all(|b| {

@@ -169,6 +169,14 @@ impl Nest {
             if x != l && self.loop_(x).kind == LoopKind::Parallel {
                 return Err(self.kind_error(PRIM, l, format!("it contains the parallel loop `{}`", self.loop_name(x))));
             }
+            // Each thread would need ZA state of its own.
+            if self.is_tensorized(x) {
+                return Err(self.kind_error(
+                    PRIM,
+                    l,
+                    format!("it contains the SME micro-kernel `{}`", self.loop_name(x)),
+                ));
+            }
         }
         let var = self.loop_(l).var;
         for b in self.blocks_in(Node::Loop(l)) {
@@ -189,6 +197,13 @@ impl Nest {
         const PRIM: &str = "annotate";
         if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(ScheduleError::new(PRIM, ErrorKind::Structure, format!("bad annotation key `{key}`")));
+        }
+        if key == super::TENSORIZE_KEY {
+            return Err(ScheduleError::new(
+                PRIM,
+                ErrorKind::Structure,
+                format!("the annotation key `{key}` is set by the `tensorize` primitive only"),
+            ));
         }
         match target {
             Node::Loop(l) => {

@@ -13,6 +13,9 @@ pub use kinds::{vector_lanes, MAX_UNROLL};
 mod region;
 mod reorder;
 mod split;
+mod tensorize;
+pub(crate) use tensorize::f32_read;
+pub use tensorize::{OuterProduct, TENSORIZE_KEY, ZA_FMOPA, ZA_LANES_PER_VSCALE};
 mod vectors;
 
 #[cfg(test)]

@@ -174,6 +174,16 @@ pub enum Inst {
         /// Value.
         value: SArg,
     },
+    /// `tensorize(loop, intrin="za_fmopa")`: the loop (a reduction over an
+    /// outer product, or the outer product's rows) becomes an SME
+    /// micro-kernel accumulating in ZA tiles.
+    Tensorize {
+        /// The micro-kernel's outermost loop.
+        #[serde(rename = "loop")]
+        loop_: LoopRv,
+        /// The tensor intrinsic.
+        intrin: String,
+    },
     /// `use_vectors("sve-vla")`: the kind of vectors to generate (one of the
     /// target's vector kinds); must precede every loop transformation.
     UseVectors {
@@ -258,6 +268,7 @@ impl Inst {
             Inst::ComputeAt { .. } => "compute_at",
             Inst::DecomposeReduction { .. } => "decompose_reduction",
             Inst::Annotate { .. } => "annotate",
+            Inst::Tensorize { .. } => "tensorize",
             Inst::UseVectors { .. } => "use_vectors",
             Inst::SamplePerfectTile { .. } => "sample_perfect_tile",
             Inst::SampleScalableTile { .. } => "sample_scalable_tile",

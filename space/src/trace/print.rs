@@ -147,6 +147,7 @@ impl fmt::Display for Named<'_, Inst> {
             }
             Inst::Unroll { loop_ } => write!(f, "unroll({})", self.name(*loop_)),
             Inst::Parallel { loop_ } => write!(f, "parallel({})", self.name(*loop_)),
+            Inst::Tensorize { loop_, intrin } => write!(f, "tensorize({}, intrin={})", self.name(*loop_), q(intrin)),
             Inst::CacheRead { out, block, tensor, at, layout } => {
                 let (out, block, at) = (self.name(*out), self.name(*block), self.name(*at));
                 write!(f, "{out} = cache_read({block}, {}, at={at}", q(tensor))?;

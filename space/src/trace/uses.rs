@@ -48,7 +48,9 @@ impl Inst {
                 out.push(Use::loop_(*loop_));
                 choice_use(tail, &[Kind::Tail], &mut out);
             }
-            Inst::Unroll { loop_ } | Inst::Parallel { loop_ } => out.push(Use::loop_(*loop_)),
+            Inst::Unroll { loop_ } | Inst::Parallel { loop_ } | Inst::Tensorize { loop_, .. } => {
+                out.push(Use::loop_(*loop_))
+            }
             Inst::CacheRead { block, at, .. } | Inst::CacheWrite { block, at, .. } => {
                 out.push(Use::block(*block));
                 out.push(Use::loop_(*at));
@@ -97,6 +99,7 @@ impl Inst {
             | Inst::Vectorize { .. }
             | Inst::Unroll { .. }
             | Inst::Parallel { .. }
+            | Inst::Tensorize { .. }
             | Inst::ComputeAt { .. }
             | Inst::Annotate { .. }
             | Inst::UseVectors { .. } => Vec::new(),

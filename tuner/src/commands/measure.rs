@@ -356,6 +356,9 @@ fn describe_run(r: &VlMeasurement) -> String {
     if let Some(e) = &r.emulated {
         let _ = write!(s, " instructions {}", e.instructions);
         match e.est_cycles {
+            Some(c) if e.est_cycles_note.is_some() => {
+                let _ = write!(s, ", estimated cycles {c:.0} (llvm-mca model + SME throughput table)");
+            }
             Some(c) => {
                 let _ = write!(s, ", estimated cycles {c:.0} (llvm-mca model)");
             }
@@ -380,6 +383,9 @@ fn describe_run(r: &VlMeasurement) -> String {
             "            emulation time {:.3} s (QEMU wall time: emulation, not kernel time)",
             e.emulation_wall_s
         );
+        if let Some(note) = &e.est_cycles_note {
+            let _ = writeln!(s, "            estimated cycles: {note}");
+        }
     }
     if r.status != Status::Ok && !r.message.is_empty() {
         let _ = writeln!(s, "            {}", r.message.replace('\n', "\n            "));

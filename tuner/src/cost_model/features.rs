@@ -272,6 +272,33 @@ impl Walk<'_> {
                     }
                     bytes += inner * trip;
                 }
+                // SME: a ZA slice moves one streaming vector; an outer
+                // product is one vector FMA per row of the tile.
+                Stmt::ZaLoad { mask, .. } | Stmt::ZaStore { mask, .. } => {
+                    let load = matches!(s, Stmt::ZaLoad { .. });
+                    if load {
+                        self.c.vector_loads += w;
+                    } else {
+                        self.c.vector_stores += w;
+                    }
+                    if mask.is_some() {
+                        if load {
+                            self.c.masked_loads += w;
+                        } else {
+                            self.c.masked_stores += w;
+                        }
+                    }
+                    let b = 4.0 * f64::from(self.vscale) * 4.0;
+                    self.c.bytes_moved += w * b;
+                    bytes += b;
+                }
+                Stmt::Mopa { a, .. } => {
+                    let rows = self.lanes(*a);
+                    self.c.vector_ops += w * rows;
+                    self.c.fma += w * rows;
+                    self.c.flops += w * 2.0 * rows * rows;
+                }
+                Stmt::ZaZero { .. } => self.c.vector_ops += w,
                 Stmt::If { then_body, else_body, .. } => {
                     // Both arms at full weight: an upper bound on the work.
                     bytes += self.body(then_body, w, depth).max(self.body(else_body, w, depth));
@@ -322,7 +349,8 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
     let f = vec![
         one_hot(|k| k == VectorKind::Neon),
         one_hot(|k| k == VectorKind::Sve),
-        one_hot(|k| k == VectorKind::SveVla),
+        // Streaming SME code is length-agnostic scalable code too.
+        one_hot(|k| matches!(k, VectorKind::SveVla | VectorKind::Sme)),
         one_hot(|k| matches!(k, VectorKind::Rvv | VectorKind::RvvVla | VectorKind::RvvFixed(_))),
         one_hot(|k| matches!(k, VectorKind::Avx512 | VectorKind::Avx2 | VectorKind::Sse)),
         f32::from(u8::from(c.vector_ops == 0.0)),

@@ -71,6 +71,7 @@ pub fn kind_label(kind: VectorKind) -> &'static str {
         VectorKind::Neon => "NEON",
         VectorKind::Sve => "SVE-VLS",
         VectorKind::SveVla => "SVE-VLA",
+        VectorKind::Sme => "SME",
         VectorKind::Rvv | VectorKind::RvvFixed(_) => "RVV-VLS",
         VectorKind::RvvVla => "RVV-VLA",
         VectorKind::Avx512 => "AVX-512",

@@ -87,6 +87,20 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
                 Inst::Parallel { loop_ }
             }
         }
+        "tensorize" => {
+            c.outs(Some(0))?;
+            c.npos(1)?;
+            c.only_kws(&["intrin"])?;
+            let intrin = match c.kw_sarg("intrin")? {
+                Some(StrArg::Lit(s)) => s,
+                Some(StrArg::Name(_)) => {
+                    let off = c.kw("intrin").map(|k| k.1).unwrap_or(0);
+                    return Err((off, "`intrin` must be a string".into()));
+                }
+                None => return Err((c.close, "tensorize needs intrin=\"za_fmopa\"".into())),
+            };
+            Inst::Tensorize { loop_: sc.loop_(&c.name_at(0, "a loop")?), intrin }
+        }
         "cache_read" => {
             c.outs(Some(1))?;
             c.npos(2)?;
@@ -231,7 +245,7 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
         other => {
             return Err((
                 0,
-                format!("unknown instruction `{other}` (get_block, get_loops, split, fuse, reorder, vectorize, unroll, parallel, cache_read, cache_write, compute_at, decompose_reduction, annotate, use_vectors, sample_perfect_tile, sample_scalable_tile, sample_mixed_tile, sample_categorical)"),
+                format!("unknown instruction `{other}` (get_block, get_loops, split, fuse, reorder, vectorize, unroll, parallel, cache_read, cache_write, compute_at, decompose_reduction, annotate, tensorize, use_vectors, sample_perfect_tile, sample_scalable_tile, sample_mixed_tile, sample_categorical)"),
             ))
         }
     })

@@ -12,6 +12,7 @@ mod marks;
 mod sample_categorical;
 mod sample_perfect;
 mod sample_tile;
+mod tensorize;
 
 use super::apply::Env;
 use super::Inst;
@@ -41,6 +42,7 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
         Inst::Parallel { loop_ } => marks::parallel(env, nest, *loop_),
         Inst::Annotate { target, key, value } => marks::annotate(env, nest, *target, key, value),
         Inst::UseVectors { kind } => marks::use_vectors(env, nest, kind),
+        Inst::Tensorize { loop_, intrin } => tensorize::tensorize(env, nest, *loop_, intrin),
         Inst::CacheRead { out, block, tensor, at, layout } => {
             blocks::cache_read(env, nest, *out, *block, tensor, *at, layout.as_deref())
         }

@@ -1,0 +1,83 @@
+//! SME: the ZA statements as LLVM 19's `llvm.aarch64.sme.*` intrinsics, and
+//! the streaming-mode and ZA-state attributes of the kernel.
+//!
+//! Streaming code (`VectorCaps::has_sme`, the `sme` vector kind) gets
+//! `"aarch64_pstate_sm_body"`: the function itself enters streaming mode
+//! (`smstart sm`) and leaves it before returning, so its callers (the C
+//! driver) run in normal mode. A kernel that uses ZA also gets
+//! `"aarch64_new_za"`: it commits a pending lazy save of its caller's ZA
+//! (`__arm_tpidr2_save`, shipped in `runtime/scaletune_sme_abi.S`), enables
+//! ZA and zeroes it on entry, and disables it on return.
+
+use super::emit::{Emitter, NONAME};
+use super::LlvmError;
+use crate::vprog::{BufId, Lanes, Reg, Ty};
+use llvm_sys::core::*;
+use llvm_sys::prelude::*;
+
+/// The function attribute that runs a function body in streaming mode.
+pub(crate) const STREAMING_BODY: &str = "aarch64_pstate_sm_body";
+/// The function attribute that gives a function a fresh ZA state.
+pub(crate) const NEW_ZA: &str = "aarch64_new_za";
+
+impl Emitter<'_> {
+    /// The predicate of an optional mask register: all lanes of one f32
+    /// streaming vector when there is none.
+    fn za_pred(&self, mask: Option<Reg>) -> LLVMValueRef {
+        match mask {
+            Some(m) => self.load_reg(m),
+            // SAFETY: a scalable <vscale x 4 x i1> type of this context.
+            None => unsafe { LLVMConstAllOnes(self.t.ty(Ty::mask(Lanes::scalable(4)))) },
+        }
+    }
+
+    fn slice_index(&self, row: Reg) -> LLVMValueRef {
+        // SAFETY: `row` holds an i64 of this function.
+        unsafe { LLVMBuildTrunc(self.b, self.load_reg(row), self.t.i32, NONAME) }
+    }
+
+    /// `zero {za<tile>.s}`: the 32-bit tile `t` is the 64-bit tiles `t` and `t + 4`.
+    pub(crate) fn za_zero(&self, tile: u8) -> Result<(), LlvmError> {
+        let mask = (1i32 << tile) | (1i32 << (tile + 4));
+        self.intrinsic("llvm.aarch64.sme.zero", &[], &[self.t.i32_const(mask)])?;
+        Ok(())
+    }
+
+    /// `ld1w {za<tile>h.s[row, 0]}` or `st1w` of one horizontal slice.
+    pub(crate) fn za_slice(
+        &self,
+        store: bool,
+        tile: u8,
+        row: Reg,
+        buf: BufId,
+        base: Reg,
+        mask: Option<Reg>,
+    ) -> Result<(), LlvmError> {
+        let name = if store { "llvm.aarch64.sme.st1w.horiz" } else { "llvm.aarch64.sme.ld1w.horiz" };
+        let p = self.elem_ptr(buf, self.load_reg(base), true);
+        let args = [self.za_pred(mask), p, self.t.i32_const(i32::from(tile)), self.slice_index(row)];
+        self.intrinsic(name, &[], &args)?;
+        Ok(())
+    }
+
+    /// `fmopa za<tile>.s, pa/m, pb/m, a, b`.
+    pub(crate) fn mopa(
+        &self,
+        tile: u8,
+        a: Reg,
+        b: Reg,
+        a_mask: Option<Reg>,
+        b_mask: Option<Reg>,
+    ) -> Result<(), LlvmError> {
+        let vec_ty = self.t.ty(self.prog.ty(a));
+        let args = [
+            self.t.i32_const(i32::from(tile)),
+            self.za_pred(a_mask),
+            self.za_pred(b_mask),
+            self.load_reg(a),
+            self.load_reg(b),
+        ];
+        self.intrinsic("llvm.aarch64.sme.mopa", &[vec_ty], &args)?;
+        Ok(())
+    }
+}

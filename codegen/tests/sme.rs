@@ -1,0 +1,249 @@
+//! SME: tensorized outer products into ZA tiles against the reference in the
+//! interpreter at every streaming vector length, the compiled kernels under
+//! QEMU (streaming mode only inside the kernel), the SME ABI routines, and
+//! what `tensorize` refuses.
+
+mod llvm_util;
+
+use llvm_util::{link, run};
+use scaletune_codegen::interp::{run as interpret, ArgValue, InterpOptions};
+use scaletune_codegen::pipeline::{compile, schedule, Emit, Options};
+use scaletune_codegen::target::Target;
+use scaletune_space::data::make_args;
+use scaletune_space::reference::{compare, evaluate};
+use scaletune_space::trace::parse_trace;
+use scaletune_space::workload::{load, Role, Workload};
+use std::process::Command;
+
+/// The SME matmul trace with `rows x cols` lanes per micro-kernel (4 or 8 each: 1 or 2 tiles).
+fn matmul_trace(rows: u32, cols: u32) -> String {
+    format!(
+        "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+         i0, i1 = split(i, factors=[None, {rows}*vscale])\nj0, j1 = split(j, factors=[None, {cols}*vscale])\n\
+         reorder(i0, j0, k, i1, j1)\na = cache_read(b, \"A\", at=i0, layout=[1, 0])\n\
+         tensorize(k, intrin=\"za_fmopa\")\n"
+    )
+}
+
+fn outer_product_trace(rows: u32, cols: u32) -> String {
+    format!(
+        "use_vectors(\"sme\")\nb = get_block(\"Z\")\na, c = get_loops(b)\n\
+         a0, a1 = split(a, factors=[None, {rows}*vscale])\nc0, c1 = split(c, factors=[None, {cols}*vscale])\n\
+         reorder(a0, c0, a1, c1)\ntensorize(a1, intrin=\"za_fmopa\")\n"
+    )
+}
+
+const LAYOUTS: [(u32, u32); 4] = [(4, 4), (4, 8), (8, 4), (8, 8)];
+
+/// Lowers `trace` for `w` on `target` and interprets it at `vscale`; the outputs must match the reference.
+fn interpret_matches(w: &Workload, target: &Target, trace: &str, vscale: u32) {
+    let t = parse_trace(trace).expect("trace parses");
+    let nest = schedule(w, Some(&t), target, None).unwrap_or_else(|e| panic!("{e}\n{trace}"));
+    let prog = scaletune_codegen::lower::lower(&nest, "k").unwrap_or_else(|e| panic!("{e}"));
+    assert!(prog.uses_za(), "{trace}");
+    let args = make_args(w, 7);
+    let reference = evaluate(w, &args).expect("reference");
+    let mut a: Vec<ArgValue> = args.iter().cloned().map(ArgValue::Tensor).collect();
+    interpret(&prog, &mut a, &InterpOptions::new(vscale)).unwrap_or_else(|e| panic!("vscale {vscale}: {e}\n{trace}"));
+    for (k, id) in w.arg_tensors().iter().enumerate() {
+        if w.tensor(*id).role == Role::Output {
+            let c = compare(&w.tensor(*id).name, a[k].as_tensor().expect("tensor"), &reference[id.index()]);
+            assert!(c.passed(), "{} at vscale {vscale}: {c:?}\n{trace}", w.name);
+        }
+    }
+}
+
+#[test]
+fn tensorized_matmuls_match_the_reference_at_every_streaming_vl_with_1_2_and_4_tiles() {
+    let target = Target::load("sme").expect("sme target");
+    // Edge tiles in both dimensions, an output smaller than one tile, exact tiles.
+    for w in ["matmul:M=67,N=131,K=29", "matmul:M=3,N=5,K=2", "matmul:M=32,N=16,K=4"] {
+        let w = load(w).expect("workload");
+        for (rows, cols) in LAYOUTS {
+            for vscale in [1, 2, 4, 8, 16] {
+                interpret_matches(&w, &target, &matmul_trace(rows, cols), vscale);
+            }
+        }
+    }
+}
+
+#[test]
+fn tensorized_outer_products_match_the_reference_with_edge_tiles() {
+    let target = Target::load("sme").expect("sme target");
+    for w in ["outer_product:M=20,N=12", "outer_product:M=64,N=64", "outer_product:M=1,N=33"] {
+        let w = load(w).expect("workload");
+        for (rows, cols) in LAYOUTS {
+            for vscale in [1, 2, 4, 16] {
+                interpret_matches(&w, &target, &outer_product_trace(rows, cols), vscale);
+            }
+        }
+    }
+}
+
+/// `check`-style runs of the compiled kernel under QEMU through the harness are
+/// in `tuner/tests`; here the kernel is linked with a driver that reads
+/// PSTATE.SM (`svcr`) around the call: the driver runs in normal mode before
+/// and after, the kernel in streaming mode.
+#[test]
+fn the_driver_runs_outside_streaming_mode_and_the_kernel_inside() {
+    for target_name in ["sme", "apple-m4"] {
+        let target = Target::load(target_name).expect("target");
+        let w = load("outer_product:M=20,N=12").expect("workload");
+        let trace = parse_trace(&outer_product_trace(4, 8)).expect("trace");
+        let opts = Options { emit: Emit { llvm_ir: false, asm: true }, ..Options::default() };
+        let out = compile(&w, Some(&trace), &target, &opts).unwrap_or_else(|e| panic!("{e}"));
+        let asm = out.asm.expect("assembly");
+        for needle in ["smstart\tsm", "smstop\tsm", "fmopa\tza", "st1w\t{za"] {
+            assert!(asm.contains(needle), "{target_name}: no `{needle}` in the assembly");
+        }
+        let driver = r#"
+#include <stdio.h>
+#include <stdint.h>
+void scaletune_outer_product(const float *x, const float *y, float *z);
+static uint64_t svcr(void) { uint64_t v; __asm__ volatile(".arch_extension sme\n mrs %0, svcr" : "=r"(v)); return v; }
+int main(void) {
+  float x[20], y[12], z[240];
+  for (int i = 0; i < 20; i++) x[i] = (float)i;
+  for (int j = 0; j < 12; j++) y[j] = (float)(j + 1);
+  uint64_t before = svcr();
+  scaletune_outer_product(x, y, z);
+  uint64_t after = svcr();
+  int ok = 1;
+  for (int i = 0; i < 20; i++) for (int j = 0; j < 12; j++) ok &= z[i * 12 + j] == x[i] * y[j];
+  printf("svcr before %llu after %llu results %s\n", (unsigned long long)before, (unsigned long long)after, ok ? "ok" : "wrong");
+  return 0;
+}
+"#;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let exe = link(&target, &out.object, driver, dir.path());
+        for &vl in &target.default_vl_bits {
+            let got = run(&target, &exe, vl);
+            assert_eq!(got.trim(), "svcr before 0 after 0 results ok", "{target_name} at VL {vl}");
+        }
+    }
+}
+
+/// The SME ABI routines shipped in the runtime save and restore every ZA
+/// slice through a TPIDR2 block, at several streaming vector lengths.
+#[test]
+fn the_sme_abi_routines_save_and_restore_za() {
+    let target = Target::load("sme").expect("sme target");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("abi.c");
+    std::fs::write(&src, scaletune_codegen::llvm::SME_ABI_SOURCE).expect("write");
+    let test = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sme/abi_test.c");
+    let exe = dir.path().join("abi_test");
+    let status = Command::new("clang-19")
+        .args(["--target=aarch64-linux-gnu", "-O2", "-march=armv9-a+sme", "-static", "-fuse-ld=lld"])
+        .arg(test)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("clang-19 runs");
+    assert!(status.success(), "building the ABI test");
+    for vl in [128, 512, 2048] {
+        let got = run(&target, &exe, vl);
+        assert_eq!(got.trim(), format!("svl={} saved=1", vl / 8));
+    }
+}
+
+#[test]
+fn tensorize_refuses_nests_that_za_tiles_cannot_hold_naming_the_reason() {
+    let target = Target::load("sme").expect("sme target");
+    let w = load("matmul:M=16,N=16,K=4").expect("workload");
+    let err = |trace: &str| {
+        let t = parse_trace(trace).expect("trace parses");
+        schedule(&w, Some(&t), &target, None).expect_err("refused").to_string()
+    };
+    let unpacked = matmul_trace(4, 4).replace("a = cache_read(b, \"A\", at=i0, layout=[1, 0])\n", "");
+    assert!(err(&unpacked).contains("operand `A` is not contiguous along `i1`"), "{}", err(&unpacked));
+    let three = matmul_trace(4, 4).replace("factors=[None, 4*vscale])\nj0", "factors=[None, 12*vscale])\nj0");
+    assert!(err(&three).contains("1 or 2 ZA tiles"), "{}", err(&three));
+    let not_streaming = matmul_trace(4, 4).replace("use_vectors(\"sme\")\n", "");
+    assert!(err(&not_streaming).contains("use_vectors(\"sme\")"), "{}", err(&not_streaming));
+    let inner = matmul_trace(4, 4).replace("tensorize(k,", "tensorize(j1,");
+    assert!(err(&inner).contains("must hold exactly a loop of rows"), "{}", err(&inner));
+    let parallel = format!("{}parallel(i0)\n", matmul_trace(4, 4));
+    assert!(err(&parallel).contains("contains the SME micro-kernel `k`"), "{}", err(&parallel));
+    let intrin = matmul_trace(4, 4).replace("za_fmopa", "amx");
+    assert!(err(&intrin).contains("unknown tensor intrinsic `amx`"), "{}", err(&intrin));
+}
+
+/// The design space on SME targets: outer-product workloads get an SME
+/// branch (`sme-tensorize`), other workloads do not; every SME trace's
+/// samples compute the reference in the interpreter at several streaming
+/// vector lengths.
+#[test]
+fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
+    use scaletune_codegen::pipeline::initial_nest;
+    use scaletune_space::design::DesignSpace;
+    use scaletune_space::sample::task_rng;
+    for target_name in ["sme", "apple-m4"] {
+        let target = Target::load(target_name).expect("target");
+        for (w, offered) in [
+            ("matmul:M=19,N=23,K=7", true),
+            ("matmul_bt:M=9,N=21,K=5", true),
+            ("batch_matmul:BS=2,M=7,N=18,K=3", true),
+            ("outer_product:M=13,N=6", true),
+            ("softmax_rows:M=3,N=21", false),
+            ("scale_add:N=37", false),
+        ] {
+            let w = load(w).expect("workload");
+            let nest = initial_nest(&w, &target);
+            let space = DesignSpace::generate(&nest);
+            let sme: Vec<usize> = (0..space.traces.len())
+                .filter(|&k| space.traces[k].rules.iter().any(|r| r == "sme-tensorize"))
+                .collect();
+            assert_eq!(!sme.is_empty(), offered, "{} on {target_name}", w.name);
+            for &k in &sme {
+                let mut rng = task_rng(5, k as u64);
+                for _ in 0..3 {
+                    let mut n = space.nest.clone();
+                    let (t, _) = space.traces[k].trace.sample(&mut n, &mut rng).unwrap_or_else(|e| panic!("{e}"));
+                    let text = t.to_string();
+                    assert!(text.contains("tensorize(") && text.contains("use_vectors(\"sme\")"), "{text}");
+                    for vscale in n.caps.vscale_values.iter().copied().filter(|v| [1, 4, 16].contains(v)) {
+                        interpret_matches(&w, &target, &text, vscale);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `matmul_f16`: f16 operands, converted to f32 in registers, accumulated in
+/// f32 ZA tiles (the f32 `fmopa`, not the widening f16 form).
+#[test]
+fn f16_operands_are_converted_and_accumulated_in_f32_tiles() {
+    let target = Target::load("sme").expect("sme target");
+    let w = load("matmul_f16:M=19,N=23,K=7").expect("workload");
+    for (rows, cols) in [(4, 4), (8, 8)] {
+        for vscale in [1, 2, 16] {
+            interpret_matches(&w, &target, &matmul_trace(rows, cols), vscale);
+        }
+    }
+    let i8 = load("matmul_i8:M=5,N=19,K=4").expect("workload");
+    let t = parse_trace(&matmul_trace(4, 4)).expect("trace");
+    let e = schedule(&i8, Some(&t), &target, None).expect_err("i8 is refused").to_string();
+    assert!(e.contains("tensorize: block `C` must write f32"), "{e}");
+}
+
+/// A reduction split around the micro-kernel: the tiles start from the
+/// output loaded slice by slice (ZA loads), not from zero.
+#[test]
+fn a_reduction_split_around_the_micro_kernel_loads_the_tiles_from_the_output() {
+    let target = Target::load("sme").expect("sme target");
+    let w = load("matmul:M=21,N=10,K=12").expect("workload");
+    let trace = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                 i0, i1 = split(i, factors=[None, 8*vscale])\nj0, j1 = split(j, factors=[None, 4*vscale])\n\
+                 k0, k1 = split(k, factors=[None, 4])\nreorder(i0, j0, k0, k1, i1, j1)\n\
+                 a = cache_read(b, \"A\", at=i0, layout=[1, 0])\ntensorize(k1, intrin=\"za_fmopa\")\n";
+    let t = parse_trace(trace).expect("trace parses");
+    let nest = schedule(&w, Some(&t), &target, None).unwrap_or_else(|e| panic!("{e}"));
+    let prog = scaletune_codegen::lower::lower(&nest, "k").expect("lowers");
+    assert!(prog.to_string().contains("za.load za0.s"), "{prog}");
+    for vscale in [1, 2, 4, 16] {
+        interpret_matches(&w, &target, trace, vscale);
+    }
+}

@@ -1,0 +1,284 @@
+//! `tensorize`: an outer-product loop nest as SME outer products accumulated in ZA tiles.
+//!
+//! The micro-kernel is a loop `k` (the reduction; absent for a plain outer
+//! product) whose only child is a loop `i` of rows, whose only child is a
+//! loop `j` of columns, whose only child is one block `C[.., i, j] (+)= X[..i..] * Y[..j..]`.
+//! `i` and `j` have extents `R * L` and `C * L` where `L = 4*vscale` is the
+//! number of f32 lanes of a streaming vector (one ZA tile is `L x L`) and
+//! `R, C` are 1 or 2: one ZA tile per `L x L` block of the output, at most
+//! four (`za0.s`..`za3.s`). `X` must be contiguous along `i` (pack it
+//! transposed with `cache_read(.., layout=[1, 0])`) and `Y` along `j`;
+//! predicates that do not fill a tile become lane masks.
+
+use super::{ErrorKind, Result, ScheduleError};
+use crate::expr::{linear_in, simplify, Expr};
+use crate::ids::{BlockId, LoopId, VarId};
+use crate::ir::{LoopKind, Nest, Node, Pred};
+use crate::schedule::vector_lanes;
+use crate::workload::{Access, BinOp, UpdateOp, Value};
+use crate::DType;
+
+const PRIM: &str = "tensorize";
+
+/// The loop annotation that marks a tensorized micro-kernel (set only by [`Nest::tensorize`]).
+pub const TENSORIZE_KEY: &str = "tensorize";
+
+/// The one tensor intrinsic: f32 outer products (`fmopa`) accumulated in ZA tiles.
+pub const ZA_FMOPA: &str = "za_fmopa";
+
+/// Lanes per vscale of one streaming vector of f32 (the side of a ZA tile).
+pub const ZA_LANES_PER_VSCALE: u32 = 4;
+
+/// A tensorized micro-kernel, as lowering needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OuterProduct {
+    /// The reduction loop (`k`), if any.
+    pub reduction: Option<LoopId>,
+    /// The loop of rows (`i`).
+    pub rows: LoopId,
+    /// The loop of columns (`j`).
+    pub cols: LoopId,
+    /// The block.
+    pub block: BlockId,
+    /// ZA tiles down the rows (1 or 2).
+    pub row_tiles: u32,
+    /// ZA tiles across the columns (1 or 2).
+    pub col_tiles: u32,
+    /// The operand contiguous along the rows (`X`), as written in the block.
+    pub row_operand: Access,
+    /// The operand contiguous along the columns (`Y`).
+    pub col_operand: Access,
+    /// Predicates over the rows loop only.
+    pub row_preds: Vec<Pred>,
+    /// Predicates over the columns loop only.
+    pub col_preds: Vec<Pred>,
+    /// Predicates over neither (conditions on the whole micro-kernel).
+    pub outer_preds: Vec<Pred>,
+}
+
+impl Nest {
+    /// Marks loop `l` as an SME micro-kernel (`intrin` is `za_fmopa`): see
+    /// the module documentation for the loop structure it needs.
+    pub fn tensorize(&mut self, l: LoopId, intrin: &str) -> Result<()> {
+        if intrin != ZA_FMOPA {
+            return Err(err(ErrorKind::LoopKind, format!("unknown tensor intrinsic `{intrin}` (known: {ZA_FMOPA})")));
+        }
+        self.outer_product(l)?;
+        self.loop_mut(l).annotations.insert(TENSORIZE_KEY.to_string(), intrin.to_string());
+        Ok(())
+    }
+
+    /// True if loop `l` is a tensorized micro-kernel.
+    pub fn is_tensorized(&self, l: LoopId) -> bool {
+        self.loop_(l).annotations.contains_key(TENSORIZE_KEY)
+    }
+
+    /// The outer product that loop `l` computes, or why it is not one that ZA tiles can hold.
+    pub fn outer_product(&self, l: LoopId) -> Result<OuterProduct> {
+        self.check_loop(PRIM, l)?;
+        if !self.caps.has_sme {
+            return Err(err(ErrorKind::LoopKind, "needs SME streaming code: use_vectors(\"sme\") first".into()));
+        }
+        let only_loop = |x: LoopId| match self.loop_(x).body.as_slice() {
+            [Node::Loop(c)] => Some(*c),
+            _ => None,
+        };
+        let only_block = |x: LoopId| match self.loop_(x).body.as_slice() {
+            [Node::Block(b)] => Some(*b),
+            _ => None,
+        };
+        let (reduction, rows, cols, block) = match only_loop(l) {
+            Some(r) => match (only_loop(r), only_block(r)) {
+                (Some(c), _) => match only_block(c) {
+                    Some(b) => (Some(l), r, c, b),
+                    None => return Err(self.shape_error(l)),
+                },
+                (None, Some(b)) => (None, l, r, b),
+                _ => return Err(self.shape_error(l)),
+            },
+            None => return Err(self.shape_error(l)),
+        };
+        if let Some(p) = self.ancestors(Node::Loop(l)).into_iter().find(|a| self.loop_(*a).kind == LoopKind::Parallel) {
+            return Err(err(
+                ErrorKind::LoopKind,
+                format!(
+                    "loop `{}` is inside the parallel loop `{}`; each thread would need ZA state of its own",
+                    self.loop_name(l),
+                    self.loop_name(p)
+                ),
+            ));
+        }
+        for x in [Some(rows), Some(cols), reduction].into_iter().flatten() {
+            if self.loop_(x).kind != LoopKind::Serial {
+                return Err(err(
+                    ErrorKind::LoopKind,
+                    format!(
+                        "loop `{}` is {}; the micro-kernel's loops must be serial",
+                        self.loop_name(x),
+                        self.kind_name(x)
+                    ),
+                ));
+            }
+        }
+        let blk = self.block(block);
+        match (blk.op, reduction) {
+            (UpdateOp::Add, _) | (UpdateOp::Assign, None) => {}
+            _ => {
+                return Err(err(
+                    ErrorKind::Structure,
+                    format!("block `{}` must be `+=` (or `=` without a reduction loop)", blk.name),
+                ))
+            }
+        }
+        if self.tensor(blk.lhs.tensor).dtype != DType::F32 {
+            return Err(err(ErrorKind::Structure, format!("block `{}` must write f32", blk.name)));
+        }
+        let (x, y) = match &blk.rhs {
+            Value::Bin(BinOp::Mul, x, y) => match (f32_read(x), f32_read(y)) {
+                (Some(x), Some(y)) => (x.clone(), y.clone()),
+                _ => return Err(self.value_error(block)),
+            },
+            _ => return Err(self.value_error(block)),
+        };
+        let row_tiles = self.tiles_of(rows)?;
+        let col_tiles = self.tiles_of(cols)?;
+        let (iv, jv) = (self.loop_(rows).var, self.loop_(cols).var);
+        let kv = reduction.map(|k| self.loop_(k).var);
+        let flat = |a: &Access| {
+            let bound: Vec<Expr> = a.indices.iter().map(|e| self.bind(block, e)).collect();
+            self.flat_index(a.tensor, &bound)
+        };
+        let unit = |e: &Expr, v: VarId| linear_in(e, v, self).and_then(|lin| lin.const_coeff()) == Some(1);
+        let (fx, fy) = (flat(&x), flat(&y));
+        let (row_operand, col_operand) = if !fx.uses_var(jv) && !fy.uses_var(iv) {
+            (x, y)
+        } else if !fy.uses_var(jv) && !fx.uses_var(iv) {
+            (y, x)
+        } else {
+            return Err(err(
+                ErrorKind::Structure,
+                format!(
+                    "block `{}` is not an outer product of one operand over `{}` and one over `{}`",
+                    blk.name,
+                    self.loop_name(rows),
+                    self.loop_name(cols)
+                ),
+            ));
+        };
+        let (fr, fc) = (flat(&row_operand), flat(&col_operand));
+        for (f, a, v, lp) in [(&fr, &row_operand, iv, rows), (&fc, &col_operand, jv, cols)] {
+            if !unit(f, v) {
+                let name = &self.tensor(a.tensor).name;
+                return Err(err(
+                    ErrorKind::Structure,
+                    format!(
+                        "operand `{name}` is not contiguous along `{}` (pack it, e.g. cache_read(block, \"{name}\", at=loop, layout=[1, 0]))",
+                        self.loop_name(lp)
+                    ),
+                ));
+            }
+        }
+        let fo = flat(&blk.lhs);
+        if !unit(&fo, jv) || linear_in(&fo, iv, self).is_none() || kv.is_some_and(|k| fo.uses_var(k)) {
+            return Err(err(
+                ErrorKind::Structure,
+                format!(
+                    "output `{}` must be contiguous along `{}` and fixed along the reduction",
+                    self.tensor(blk.lhs.tensor).name,
+                    self.loop_name(cols)
+                ),
+            ));
+        }
+        let (mut row_preds, mut col_preds, mut outer_preds) = (Vec::new(), Vec::new(), Vec::new());
+        for p in &blk.predicates {
+            let uses = |v: VarId| p.lhs.uses_var(v) || p.rhs.uses_var(v);
+            let bad = kv.is_some_and(uses)
+                || (uses(iv) && uses(jv))
+                || p.rhs.uses_var(iv)
+                || p.rhs.uses_var(jv)
+                || (uses(iv) && !unit(&p.lhs, iv))
+                || (uses(jv) && !unit(&p.lhs, jv));
+            if bad {
+                return Err(err(
+                    ErrorKind::Structure,
+                    format!(
+                        "predicate `{} < {}` does not bound a row or a column of tiles",
+                        self.expr_text(&p.lhs),
+                        self.expr_text(&p.rhs)
+                    ),
+                ));
+            }
+            match (uses(iv), uses(jv)) {
+                (true, _) => row_preds.push(p.clone()),
+                (_, true) => col_preds.push(p.clone()),
+                _ => outer_preds.push(p.clone()),
+            }
+        }
+        Ok(OuterProduct {
+            reduction,
+            rows,
+            cols,
+            block,
+            row_tiles,
+            col_tiles,
+            row_operand,
+            col_operand,
+            row_preds,
+            col_preds,
+            outer_preds,
+        })
+    }
+
+    /// How many ZA tiles (1 or 2) loop `l` spans.
+    fn tiles_of(&self, l: LoopId) -> Result<u32> {
+        let ext = simplify(self.extent(l), self);
+        match vector_lanes(&ext) {
+            Some((c, true)) if c == ZA_LANES_PER_VSCALE || c == 2 * ZA_LANES_PER_VSCALE => Ok(c / ZA_LANES_PER_VSCALE),
+            _ => Err(err(
+                ErrorKind::BadFactors,
+                format!(
+                    "loop `{}` has extent {}; a micro-kernel spans 1 or 2 ZA tiles of {ZA_LANES_PER_VSCALE}*vscale f32 lanes",
+                    self.loop_name(l),
+                    self.expr_text(&ext)
+                ),
+            )),
+        }
+    }
+
+    fn shape_error(&self, l: LoopId) -> ScheduleError {
+        err(
+            ErrorKind::Structure,
+            format!(
+                "loop `{}` must hold exactly a loop of rows holding a loop of columns holding one block (after an optional reduction loop)",
+                self.loop_name(l)
+            ),
+        )
+    }
+
+    fn value_error(&self, b: BlockId) -> ScheduleError {
+        err(
+            ErrorKind::Structure,
+            format!(
+                "block `{}` must compute the product of two f32 (or f16 converted to f32) tensor reads",
+                self.block(b).name
+            ),
+        )
+    }
+}
+
+/// The access of an f32 read, or of an f16 read converted to f32
+/// (converted in registers before the f32 outer product).
+pub(crate) fn f32_read(v: &Value) -> Option<&Access> {
+    match v {
+        Value::Read(a, DType::F32) => Some(a),
+        Value::Cast(DType::F32, inner) => match &**inner {
+            Value::Read(a, DType::F16) => Some(a),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn err(kind: ErrorKind, message: String) -> ScheduleError {
+    ScheduleError::new(PRIM, kind, message)
+}
