@@ -3,9 +3,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use scaletune_codegen::lower::{lower, lower_unoptimized};
-use scaletune_codegen::vprog::optimize;
 use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
+use scaletune_codegen::vprog::optimize;
 use scaletune_space::design::DesignSpace;
 use scaletune_space::sample::task_rng;
 use scaletune_space::workload::load;

@@ -10,6 +10,7 @@ pub mod filetest;
 pub mod ids;
 pub mod ir;
 pub mod kind;
+pub mod limits;
 pub mod mutators;
 pub mod reference;
 pub mod rules;

@@ -172,7 +172,14 @@ impl Placement {
 /// loops first; `stmts` is the list of loop `at` (0: the program's body),
 /// the body of a parallel loop if `parallel_body`. `next` numbers loops as
 /// [`Placement`] does.
-fn hoist(stmts: Vec<Stmt>, defs: &Defs, place: &mut Placement, at: u32, next: &mut u32, parallel_body: bool) -> Vec<Stmt> {
+fn hoist(
+    stmts: Vec<Stmt>,
+    defs: &Defs,
+    place: &mut Placement,
+    at: u32,
+    next: &mut u32,
+    parallel_body: bool,
+) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(stmts.len());
     for s in stmts {
         match s {
@@ -191,9 +198,7 @@ fn hoist(stmts: Vec<Stmt>, defs: &Defs, place: &mut Placement, at: u32, next: &m
                 for st in body {
                     let invariant = match &st {
                         Stmt::Assign { dst, op } => {
-                            defs.single(*dst)
-                                && defs.movable(op)
-                                && op.operands().iter().all(|r| !place.inside(*r, id))
+                            defs.single(*dst) && defs.movable(op) && op.operands().iter().all(|r| !place.inside(*r, id))
                         }
                         _ => false,
                     };

@@ -4,6 +4,7 @@ use super::{ErrorKind, Result, ScheduleError};
 use crate::expr::{prove_le, prove_lt, simplify, Expr};
 use crate::ids::LoopId;
 use crate::ir::{LoopKind, Nest, Node, Pred};
+use crate::limits::MAX_EXTENT;
 
 const PRIM: &str = "split";
 
@@ -44,12 +45,32 @@ impl Nest {
                     if !prove_lt(&Expr::Int(0), &f, self) {
                         return Err(bad(format!("factor {} of `{name}` is not positive", self.expr_text(&f))));
                     }
+                    if !self.max_value(&f).is_some_and(|hi| hi <= i128::from(MAX_EXTENT)) {
+                        return Err(ScheduleError::new(
+                            PRIM,
+                            ErrorKind::Limit,
+                            format!(
+                                "factor {} of `{name}` exceeds the limit of {MAX_EXTENT} (2^40)",
+                                self.expr_text(&f)
+                            ),
+                        ));
+                    }
                     known = known * f.clone();
                     given.push(Some(f));
                 }
             }
         }
         let known = simplify(&known, self);
+        if !self.max_value(&known).is_some_and(|hi| hi <= i128::from(MAX_EXTENT)) {
+            return Err(ScheduleError::new(
+                PRIM,
+                ErrorKind::Limit,
+                format!(
+                    "the factors of `{name}` multiply to {}, beyond the limit of {MAX_EXTENT} (2^40)",
+                    self.expr_text(&known)
+                ),
+            ));
+        }
         let inferred = simplify(&extent.clone().ceildiv(known.clone()), self);
         let factors: Vec<Expr> = given.into_iter().map(|f| f.unwrap_or_else(|| inferred.clone())).collect();
         let product = simplify(&factors.iter().cloned().fold(Expr::Int(1), |a, b| a * b), self);

@@ -1,6 +1,6 @@
 //! `scaletune check`: build the kernel, run it once at each vector length through the farm (check runner), and compare with the reference.
 
-use crate::pipeline::{load_workload, PipelineError, Schedule};
+use crate::pipeline::{load_workload_to_run as load_workload, PipelineError, Schedule};
 use anyhow::bail;
 use scaletune_codegen::pipeline;
 use scaletune_codegen::target::Target;

@@ -1,6 +1,6 @@
 //! `scaletune measure`: build one schedule, run it on a runner (native, QEMU or remote agents), print the figures and the verdict.
 
-use crate::pipeline::{load_workload, PipelineError, Schedule};
+use crate::pipeline::{load_workload_to_run as load_workload, PipelineError, Schedule};
 use anyhow::{bail, Context};
 use scaletune_codegen::target::Target;
 use scaletune_measure::emulation::{emulable_host_target, CycleEstimator};

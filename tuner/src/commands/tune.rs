@@ -212,7 +212,7 @@ impl Reporting<'_> {
         let Some(out) = &self.out else { return };
         let filter = scaletune_reports::Filter { job: Some(self.job), ..Default::default() };
         if let Err(e) = super::report::write(self.db, &filter, out) {
-            eprintln!("warning: the report was not written: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("warning: the report was not written: {}", super::error_text(&e));
         }
     }
 }
