@@ -7,6 +7,8 @@ pub mod design;
 pub mod dtype;
 pub mod expr;
 pub mod filetest;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 pub mod ids;
 pub mod ir;
 pub mod kind;

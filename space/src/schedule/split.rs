@@ -42,9 +42,7 @@ impl Nest {
                     if !f.vars().is_empty() {
                         return Err(bad(format!("factor {} of `{name}` uses a loop variable", self.expr_text(&f))));
                     }
-                    if !prove_lt(&Expr::Int(0), &f, self) {
-                        return Err(bad(format!("factor {} of `{name}` is not positive", self.expr_text(&f))));
-                    }
+                    // Checked first: a factor that overflows cannot be bounded at all.
                     if !self.max_value(&f).is_some_and(|hi| hi <= i128::from(MAX_EXTENT)) {
                         return Err(ScheduleError::new(
                             PRIM,
@@ -54,6 +52,9 @@ impl Nest {
                                 self.expr_text(&f)
                             ),
                         ));
+                    }
+                    if !prove_lt(&Expr::Int(0), &f, self) {
+                        return Err(bad(format!("factor {} of `{name}` is not positive", self.expr_text(&f))));
                     }
                     known = known * f.clone();
                     given.push(Some(f));

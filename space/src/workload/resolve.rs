@@ -370,11 +370,14 @@ fn statement(
                         ),
                     ));
                 }
-                None => {
+                None if idx.has_load() => {
                     return Err(at(
                         *off,
                         format!("index {d} of `{}` cannot be bounded (indirect indices need a tensor `range`)", t.name),
                     ));
+                }
+                None => {
+                    return Err(at(*off, format!("index {d} of `{}` overflows 64-bit arithmetic", t.name)));
                 }
             }
         }
