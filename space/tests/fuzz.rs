@@ -125,3 +125,28 @@ fn design_space_traces_print_and_parse_back() {
         }
     }
 }
+
+/// Crashers found by `make fuzz` (and inputs of the same class): each is an
+/// error naming the instruction, not a panic, an overflow or an enumeration
+/// without end.
+#[test]
+fn fuzz_crashers_are_errors() {
+    let head = "b = get_block(\"C\")\ni, j, k = get_loops(b)\n";
+    let cases = [
+        // Found by fuzz_traces: `m * lanes` overflowed while enumerating.
+        ("t0, t1 = sample_mixed_tile(i, n=2, max_innermost_fixed=4611686018427387904, max_innermost_vscale=4611686018427387904, decision=[0])", "decisions, the limit"),
+        ("t0, t1 = sample_scalable_tile(i, n=2, max_innermost_vscale=9223372036854775807)", "decisions, the limit"),
+        ("t0, t1, t2, t3 = sample_mixed_tile(i, n=4, max_innermost_fixed=100000, max_innermost_vscale=4)", "decisions, the limit"),
+    ];
+    let outs: Vec<String> = (0..70).map(|n| format!("p{n}")).collect();
+    let many = format!("{} = sample_perfect_tile(i, n=70, max_innermost_factor=4)", outs.join(", "));
+    let cases = cases.iter().map(|(i, w)| (i.to_string(), *w)).chain([(many, "beyond the limit of 64")]);
+    for (inst, want) in cases {
+        let text = format!("{head}{inst}\n");
+        let t = parse_trace(&text).unwrap_or_else(|e| panic!("{e}"));
+        let w = load("matmul:M=16,N=12,K=8").expect("loads");
+        let mut nest = Nest::from_workload(&w, VectorCaps::sve_any());
+        let e = t.sample(&mut nest, &mut task_rng(1, 0)).expect_err("refused");
+        assert!(e.to_string().contains(want), "{inst}: {e}");
+    }
+}

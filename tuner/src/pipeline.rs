@@ -122,6 +122,18 @@ pub fn check_bytes(w: &Workload, limit: u64) -> Result<(), PipelineError> {
     })
 }
 
+/// Applies the schedule to the workload's nest: a schedule that does not
+/// apply (or goes beyond the limits) is bad input, reported before anything
+/// is built or run.
+pub fn check_schedule(w: &Workload, sched: Option<&Schedule>, target: &Target) -> Result<(), PipelineError> {
+    let Some(s) = sched else { return Ok(()) };
+    pipeline::schedule(w, Some(&s.trace), target, None).map_err(|e| match e {
+        CompileError::Schedule(error) => PipelineError::Schedule { file: s.file.clone(), error },
+        e => PipelineError::Compile(e),
+    })?;
+    Ok(())
+}
+
 /// Compiles through the one pipeline ([`scaletune_codegen::pipeline::compile`]),
 /// naming the schedule file in errors.
 pub fn compile(
