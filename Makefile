@@ -65,10 +65,9 @@ bench: build
 ## 600), on the stable toolchain; `cargo test` runs them for a few cases only
 FUZZ_SECS ?= 600
 fuzz:
-	$(CARGO) test --release -p scaletune-space -p scaletune-codegen -p scaletune-measure --no-run
-	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test --release -p scaletune-space --test fuzz -- --test-threads 1 --nocapture fuzz_
-	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test --release -p scaletune-codegen --test fuzz -- --test-threads 1 --nocapture fuzz_
-	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test --release -p scaletune-measure --test fuzz_agent_request -- --test-threads 1 --nocapture fuzz_
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p scaletune-space --test fuzz -- --test-threads 1 --nocapture fuzz_
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p scaletune-codegen --test fuzz -- --test-threads 1 --nocapture fuzz_
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p scaletune-measure --test fuzz_agent_request -- --test-threads 1 --nocapture fuzz_
 
 clean:
 	$(CARGO) clean
