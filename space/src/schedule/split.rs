@@ -43,7 +43,7 @@ impl Nest {
                         return Err(bad(format!("factor {} of `{name}` uses a loop variable", self.expr_text(&f))));
                     }
                     // Checked first: a factor that overflows cannot be bounded at all.
-                    if !self.max_value(&f).is_some_and(|hi| hi <= i128::from(MAX_EXTENT)) {
+                    if self.max_value(&f).is_none_or(|hi| hi > i128::from(MAX_EXTENT)) {
                         return Err(ScheduleError::new(
                             PRIM,
                             ErrorKind::Limit,
@@ -62,7 +62,7 @@ impl Nest {
             }
         }
         let known = simplify(&known, self);
-        if !self.max_value(&known).is_some_and(|hi| hi <= i128::from(MAX_EXTENT)) {
+        if self.max_value(&known).is_none_or(|hi| hi > i128::from(MAX_EXTENT)) {
             return Err(ScheduleError::new(
                 PRIM,
                 ErrorKind::Limit,
