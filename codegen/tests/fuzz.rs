@@ -103,3 +103,18 @@ fn unrolled_nest_text_beyond_the_bound_is_refused() {
     let e = lower(&nest, "k").expect_err("refused");
     assert!(e.to_string().contains("beyond the limit of 1024"), "{e}");
 }
+
+/// Crashers found by `make fuzz`: a nest given as text whose tensor shapes
+/// overflow (one huge dimension, or dimensions whose product is too large)
+/// is refused before lowering computes buffer sizes.
+#[test]
+fn fuzz_crashers_are_errors() {
+    let found = "nest matmul\ncaps fixed granule 128 vscale [1]\ntensor A: f32[9, 6] input\ntensor B: f32[6,9223372036854775807] input\ntensor C: f32[9, 21] output\nfor i in 9:\n  for j in 21:\n    for k in 6:\n      block C[vi: 9 = i, vj: 21 = j, vk: 6 reduce = k] init:\n        C[vi, vj] += (A[vi, vk] * B[vk, vj])\n";
+    let same_class =
+        found.replace("f32[9, 6]", "f32[4294967296, 4294967296]").replace("6,9223372036854775807", "6, 21");
+    for text in [found.to_string(), same_class] {
+        let nest = parse_nest(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let e = lower(&nest, "k").expect_err("refused");
+        assert!(e.to_string().contains("the element count of tensor"), "{e}");
+    }
+}

@@ -76,10 +76,16 @@ impl Nest {
         })
     }
 
-    /// Checks every loop extent, every block's iteration count against
+    /// Checks every tensor's element count, every loop extent, every block's iteration count against
     /// [`MAX_EXTENT`] and every block's unrolled copies against
     /// [`MAX_UNROLLED_COPIES`].
     pub fn check_limits(&self) -> Result<(), LimitError> {
+        // Element counts of every tensor (a nest given as text has its own shapes).
+        for t in &self.tensors {
+            let count =
+                t.shape.iter().map(|d| self.max_value(d).unwrap_or(i128::MAX).max(0)).fold(1i128, i128::saturating_mul);
+            check_extent(|| format!("the element count of tensor `{}`", t.name), count)?;
+        }
         for n in &self.root {
             self.check_limits_at(*n, 1, 1)?;
         }
