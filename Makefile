@@ -15,7 +15,7 @@ CARGO ?= cargo
 SCALETUNE := target/release/scaletune
 DEMO_DIR := out/demo
 
-.PHONY: deps build test lint demo bench clean
+.PHONY: deps build test lint demo bench fuzz clean
 
 ## deps: install whichever required Debian packages are missing (quiet when all are present)
 deps:
@@ -59,6 +59,15 @@ demo: build
 BENCH_DIR := out/bench
 bench: build
 	$(SCALETUNE) bench --out $(BENCH_DIR)
+
+## fuzz: every fuzz target (workload files and references, traces, loop-nest
+## text, target files, agent requests) for FUZZ_SECS seconds each (default
+## 600), on the stable toolchain; `cargo test` runs them for a few cases only
+FUZZ_SECS ?= 600
+fuzz:
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p scaletune-space --test fuzz -- --test-threads 1 --nocapture fuzz_
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p scaletune-codegen --test fuzz -- --test-threads 1 --nocapture fuzz_
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p scaletune-measure --test fuzz_agent_request -- --test-threads 1 --nocapture fuzz_
 
 clean:
 	$(CARGO) clean

@@ -39,12 +39,12 @@ pub enum TargetError {
         allowed: String,
     },
     /// Reading a target file failed.
-    #[error("cannot read target file {file}: {source}")]
+    #[error("cannot read target file {file}: {error}")]
     Io {
         /// File name.
         file: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a chained source: printed once).
+        error: std::io::Error,
     },
 }
 
@@ -212,7 +212,7 @@ impl Target {
         let path = Path::new(name_or_path);
         if name_or_path.ends_with(".toml") || path.exists() {
             let text = std::fs::read_to_string(path)
-                .map_err(|source| TargetError::Io { file: name_or_path.to_string(), source })?;
+                .map_err(|source| TargetError::Io { file: name_or_path.to_string(), error: source })?;
             return Target::from_toml(&text, name_or_path);
         }
         Err(TargetError::Unknown {

@@ -111,3 +111,46 @@ proptest! {
         check(wi, ti, seed)?;
     }
 }
+
+/// Workloads with every parameter taken from `SIZES` (one, primes, powers
+/// of two, a million): shapes the interpreter cannot run quickly, so the
+/// property below only lowers.
+const TEMPLATES: &[&str] = &[
+    "scale_add:N={}",
+    "row_sum:M={},N={}",
+    "softmax_rows:M={},N={}",
+    "matmul:M={},N={},K={}",
+    "transpose:M={},N={}",
+    "conv2d_nhwc:H={},WI={},C={},F={}",
+    "matmul_i8:M={},N={},K={}",
+];
+
+const SIZES: &[i64] = &[1, 2, 3, 17, 64, 1000, 65_536, 1 << 20];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// Any sampled candidate that passes the nest verifier lowers (to a
+    /// program or a lowering error), without a panic, at any shape the
+    /// workload accepts.
+    #[test]
+    fn sampled_candidates_that_verify_lower_without_panicking(
+        wi in 0usize..TEMPLATES.len(),
+        sizes in prop::collection::vec(prop::sample::select(SIZES), 4),
+        ti in 0usize..TARGETS.len(),
+        seed in any::<u64>(),
+    ) {
+        let mut reference = TEMPLATES[wi].to_string();
+        for s in &sizes {
+            reference = reference.replacen("{}", &s.to_string(), 1);
+        }
+        // Shapes beyond the limits are refused when the workload loads.
+        let Ok(w) = load(&reference) else { return Ok(()) };
+        let t = Target::load(TARGETS[ti]).expect("target");
+        let nest = initial_nest(&w, &t);
+        let space = DesignSpace::generate(&nest);
+        let Ok(s) = space.sample(&mut task_rng(seed, 0)) else { return Ok(()) };
+        if s.nest.verify().is_ok() {
+            let _ = lower(&s.nest, "k");
+        }
+    }
+}

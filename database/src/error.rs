@@ -58,5 +58,13 @@ pub enum DbError {
     NoJob(i64),
     /// SQLite refused an operation.
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+}
+
+/// SQLite's error is part of the message, not a chained source: its own
+/// source (the error code SQLite's message already states) is not printed again.
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> DbError {
+        DbError::Sqlite(e)
+    }
 }

@@ -29,12 +29,12 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum FarmConfigError {
     /// Reading a file failed.
-    #[error("cannot read {file}: {source}")]
+    #[error("cannot read {file}: {error}")]
     Io {
         /// The file.
         file: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a chained source: printed once).
+        error: std::io::Error,
     },
     /// The TOML is malformed or a value is invalid.
     #[error("farm file {file}: {message}")]
@@ -108,8 +108,8 @@ impl FarmConfig {
     /// Reads a farm file; relative paths in it are resolved against its directory.
     pub fn load(path: &Path) -> Result<FarmConfig, FarmConfigError> {
         let file = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| FarmConfigError::Io { file: file.clone(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| FarmConfigError::Io { file: file.clone(), error: source })?;
         let base = path.parent().unwrap_or(Path::new("."));
         FarmConfig::parse(&text, base, &file)
     }
@@ -168,7 +168,7 @@ impl FarmConfig {
                 let ca_cert_pem = match &a.ca_cert {
                     Some(p) => Some(
                         std::fs::read(p)
-                            .map_err(|source| FarmConfigError::Io { file: p.display().to_string(), source })?,
+                            .map_err(|source| FarmConfigError::Io { file: p.display().to_string(), error: source })?,
                     ),
                     None => None,
                 };

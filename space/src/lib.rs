@@ -7,9 +7,12 @@ pub mod design;
 pub mod dtype;
 pub mod expr;
 pub mod filetest;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 pub mod ids;
 pub mod ir;
 pub mod kind;
+pub mod limits;
 pub mod mutators;
 pub mod reference;
 pub mod rules;

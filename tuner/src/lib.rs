@@ -13,6 +13,7 @@ pub mod build;
 pub mod commands;
 pub mod cost_model;
 pub mod explore;
+pub mod limits;
 pub mod pipeline;
 pub mod search;
 pub mod tune;

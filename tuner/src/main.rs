@@ -23,6 +23,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Largest total size of a workload's tensors for commands that run
+    /// kernels (check, measure, tune, bench, explore --check), e.g. 512M or
+    /// 8G [default: a quarter of physical memory].
+    #[arg(long, global = true, value_name = "SIZE")]
+    max_bytes: Option<scaletune::limits::ByteSize>,
 }
 
 #[derive(Subcommand)]
@@ -147,7 +152,12 @@ fn run(cli: Cli, rt: &Handle) -> anyhow::Result<u8> {
             }
         }
         Command::Explore { workload, target, samples, seed, out, check, qemu, threads } => {
-            let w = scaletune::pipeline::load_workload(&workload)?;
+            // Checking runs every sample on real tensors: held to --max-bytes.
+            let w = if check || qemu {
+                scaletune::pipeline::load_workload_to_run(&workload)?
+            } else {
+                scaletune::pipeline::load_workload(&workload)?
+            };
             let t = scaletune_codegen_target(&target)?;
             let args = scaletune::explore::ExploreArgs { samples, seed, check: check || qemu, qemu, threads };
             let ex = scaletune::explore::explore(&w, &t, &args, rt);
@@ -213,6 +223,7 @@ fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::tar
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    scaletune::limits::set_max_bytes(cli.max_bytes);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -229,7 +240,7 @@ fn main() -> ExitCode {
     match run(cli, rt.handle()) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("error: {}", scaletune::commands::error_text(&e));
             ExitCode::from(scaletune::commands::exit_code_of(&e))
         }
     }

@@ -43,6 +43,21 @@ pub enum PipelineError {
     /// Lowering or LLVM failed.
     #[error(transparent)]
     Compile(#[from] CompileError),
+    /// The workload's tensors need more memory than `--max-bytes` allows.
+    #[error(
+        "{workload}: its tensors need {needed} ({tensors}), more than the limit of {limit} \
+         (--max-bytes; default a quarter of physical memory)"
+    )]
+    TooLarge {
+        /// The workload reference.
+        workload: String,
+        /// Bytes of all tensors.
+        needed: crate::limits::ByteSize,
+        /// The largest tensors and their sizes.
+        tensors: String,
+        /// The bound in force.
+        limit: crate::limits::ByteSize,
+    },
 }
 
 /// A schedule and where it came from.
@@ -78,6 +93,45 @@ impl Schedule {
 /// Loads a workload reference (`NAME`, `NAME:P=V,...`, or a file).
 pub fn load_workload(reference: &str) -> Result<Workload, PipelineError> {
     Ok(WorkloadRef::parse(reference)?.load()?)
+}
+
+/// Loads a workload that a command is about to run: refused before any
+/// tensor is allocated when its tensors need more than the `--max-bytes`
+/// bound ([`crate::limits::max_bytes`]).
+pub fn load_workload_to_run(reference: &str) -> Result<Workload, PipelineError> {
+    let w = load_workload(reference)?;
+    check_bytes(&w, crate::limits::max_bytes())?;
+    Ok(w)
+}
+
+/// Fails if the tensors of `w` need more than `limit` bytes.
+pub fn check_bytes(w: &Workload, limit: u64) -> Result<(), PipelineError> {
+    use crate::limits::ByteSize;
+    let needed = w.tensor_bytes();
+    if needed <= limit {
+        return Ok(());
+    }
+    let mut by_size: Vec<_> = w.tensors.iter().collect();
+    by_size.sort_by_key(|t| std::cmp::Reverse(t.bytes()));
+    let tensors: Vec<String> = by_size.iter().take(3).map(|t| format!("{} {}", t.name, ByteSize(t.bytes()))).collect();
+    Err(PipelineError::TooLarge {
+        workload: w.reference(),
+        needed: ByteSize(needed),
+        tensors: tensors.join(", "),
+        limit: ByteSize(limit),
+    })
+}
+
+/// Applies the schedule to the workload's nest: a schedule that does not
+/// apply (or goes beyond the limits) is bad input, reported before anything
+/// is built or run.
+pub fn check_schedule(w: &Workload, sched: Option<&Schedule>, target: &Target) -> Result<(), PipelineError> {
+    let Some(s) = sched else { return Ok(()) };
+    pipeline::schedule(w, Some(&s.trace), target, None).map_err(|e| match e {
+        CompileError::Schedule(error) => PipelineError::Schedule { file: s.file.clone(), error },
+        e => PipelineError::Compile(e),
+    })?;
+    Ok(())
 }
 
 /// Compiles through the one pipeline ([`scaletune_codegen::pipeline::compile`]),

@@ -76,6 +76,9 @@ pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
 /// Like [`lower`], without the clean-up of [`optimize`]: every index
 /// expression is computed where it is used (for tests of that clean-up).
 pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
+    // A nest that did not come through a trace (the loop-nest text format)
+    // meets the same size and unrolling limits before anything is emitted.
+    nest.check_limits().map_err(|e| LowerError::Unsupported { kernel: kernel.to_string(), message: e.to_string() })?;
     let mut nest = nest.clone();
     let za_zero_start = super::za::zero_started(&mut nest);
     nest.decompose_all_inits();

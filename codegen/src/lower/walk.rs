@@ -7,6 +7,7 @@ use crate::vprog::{BinOp, LoopHint, Op, Reg, Stmt};
 use scaletune_space::expr::{eval, Expr};
 use scaletune_space::ids::{BlockId, LoopId};
 use scaletune_space::ir::{LoopKind, Node, Tail};
+use scaletune_space::limits::MAX_UNROLLED_COPIES;
 
 impl Lowerer {
     /// Emits a node of the loop tree.
@@ -185,7 +186,10 @@ impl Lowerer {
             return LoopHint::None;
         }
         match (self.steps(Node::Loop(l)), self.const_extent(l)) {
-            (Some(steps), Ok(n)) if steps <= budget && n > 1 => LoopHint::Unroll(n as u32),
+            // Capped like explicit unrolling: LLVM is never asked for more copies.
+            (Some(steps), Ok(n)) if steps <= budget.min(MAX_UNROLLED_COPIES) && n > 1 => {
+                LoopHint::Unroll(u32::try_from(n).unwrap_or(u32::MAX))
+            }
             _ => LoopHint::None,
         }
     }

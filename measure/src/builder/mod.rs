@@ -60,16 +60,16 @@ pub struct VlBuild {
 pub enum BuildError {
     /// The trace does not apply to the workload's loop nest.
     #[error("schedule: {0}")]
-    Schedule(#[from] TraceError),
+    Schedule(TraceError),
     /// Lowering the scheduled nest to the vector program failed.
     #[error("lowering: {0}")]
-    Lower(#[from] LowerError),
+    Lower(LowerError),
     /// LLVM failed.
     #[error("LLVM: {0}")]
-    Llvm(#[from] LlvmError),
+    Llvm(LlvmError),
     /// Building the driver or linking it with the kernel failed.
     #[error("link: {0}")]
-    Link(#[from] HarnessError),
+    Link(HarnessError),
     /// Some stage panicked (caught with `catch_unwind`).
     #[error("{stage} panicked: {message}")]
     Panic {
@@ -82,6 +82,19 @@ pub enum BuildError {
     #[error("{0}")]
     Other(String),
 }
+
+// The stage errors are part of the message, not chained sources, so a
+// printer that walks the chain shows each once.
+macro_rules! from_stage {
+    ($($variant:ident($ty:ty)),*) => {$(
+        impl From<$ty> for BuildError {
+            fn from(e: $ty) -> BuildError {
+                BuildError::$variant(e)
+            }
+        }
+    )*};
+}
+from_stage!(Schedule(TraceError), Lower(LowerError), Llvm(LlvmError), Link(HarnessError));
 
 impl From<CompileError> for BuildError {
     fn from(e: CompileError) -> BuildError {

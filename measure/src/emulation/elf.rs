@@ -67,7 +67,8 @@ fn elf_error(file: &Path, message: impl Into<String>) -> EmulationError {
 
 /// Reads a file whole.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, EmulationError> {
-    std::fs::read(path).map_err(|source| EmulationError::Io { what: format!("reading {}", path.display()), source })
+    std::fs::read(path)
+        .map_err(|source| EmulationError::Io { what: format!("reading {}", path.display()), error: source })
 }
 
 /// The global functions an object file defines, in symbol-table order.

@@ -43,12 +43,12 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum EmulationError {
     /// A tool (compiler, llvm-objdump, llvm-mca) could not be started.
-    #[error("cannot run `{command}`: {source}")]
+    #[error("cannot run `{command}`: {error}")]
     Tool {
         /// The command line.
         command: String,
-        /// Why it could not start.
-        source: std::io::Error,
+        /// Why it could not start (in the message, not a chained source: printed once).
+        error: std::io::Error,
     },
     /// A tool ran and failed.
     #[error("`{command}` failed ({status}): {stderr}")]
@@ -75,12 +75,12 @@ pub enum EmulationError {
     #[error("no cycle estimate: {0}")]
     NoEstimate(String),
     /// A file-system operation failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a chained source: printed once).
+        error: std::io::Error,
     },
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn run_tool(mut cmd: Command, stdin: Option<&str>) -> Result<String, 
     cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|source| EmulationError::Tool { command: command.clone(), source })?;
+    let mut child = cmd.spawn().map_err(|source| EmulationError::Tool { command: command.clone(), error: source })?;
     let _listed = crate::cleanup::ChildGuard::new(child.id());
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // Write on a thread: the tool may fill its stdout pipe before reading all of stdin.
@@ -112,7 +112,7 @@ pub(crate) fn run_tool(mut cmd: Command, stdin: Option<&str>) -> Result<String, 
 }
 
 fn finish(command: String, out: std::io::Result<std::process::Output>) -> Result<String, EmulationError> {
-    let out = out.map_err(|source| EmulationError::Tool { command: command.clone(), source })?;
+    let out = out.map_err(|source| EmulationError::Tool { command: command.clone(), error: source })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: String =

@@ -77,7 +77,7 @@ pub fn plugin_library() -> Result<PathBuf, EmulationError> {
 
 /// Compiles the plugin into `dir` unless a library of the same source is there.
 pub fn build_plugin(dir: &Path) -> Result<PathBuf, EmulationError> {
-    let io = |what: String| move |source| EmulationError::Io { what, source };
+    let io = |what: String| move |source| EmulationError::Io { what, error: source };
     let hash: String = Sha256::digest(SOURCE.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect();
     let lib = dir.join(format!("insn_count-{hash}.so"));
     if lib.is_file() {

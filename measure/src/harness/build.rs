@@ -25,7 +25,7 @@ pub(crate) const INPUT_FILE: &str = "input.bin";
 /// Writes `path`, mapping failures to [`HarnessError::Io`].
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), HarnessError> {
     std::fs::write(path, bytes)
-        .map_err(|source| HarnessError::Io { what: format!("writing {}", path.display()), source })
+        .map_err(|source| HarnessError::Io { what: format!("writing {}", path.display()), error: source })
 }
 
 /// A command line as one displayable string, quoted as a POSIX shell would
@@ -59,8 +59,9 @@ pub(crate) fn build_executable(
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         if let Some(bytes) = c.cache.get_executable(key) {
             write_file(&exe, &bytes)?;
-            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755))
-                .map_err(|source| HarnessError::Io { what: format!("making {} executable", exe.display()), source })?;
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).map_err(|source| {
+                HarnessError::Io { what: format!("making {} executable", exe.display()), error: source }
+            })?;
             return Ok((exe, true));
         }
     }
@@ -94,8 +95,8 @@ fn link(
     let command = command_line(&shown);
     let mut link = Command::new(cc);
     link.args(cc_args).arg(src).arg(obj).arg("-o").arg(exe).args(&target.libs).args(extras).current_dir(dir);
-    let output =
-        crate::cleanup::output(&mut link).map_err(|source| HarnessError::Tool { command: command.clone(), source })?;
+    let output = crate::cleanup::output(&mut link)
+        .map_err(|source| HarnessError::Tool { command: command.clone(), error: source })?;
     if !output.status.success() {
         return Err(HarnessError::Build {
             command,

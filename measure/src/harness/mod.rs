@@ -79,7 +79,7 @@ pub struct CheckRequest<'a> {
 pub enum HarnessError {
     /// A requested vector length the target cannot run at.
     #[error("{0}")]
-    BadVectorLength(#[source] TargetError),
+    BadVectorLength(TargetError),
     /// The request asks for something the kernel ABI or the driver cannot do.
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -97,20 +97,20 @@ pub enum HarnessError {
         stderr: String,
     },
     /// A tool (the compiler) could not be started.
-    #[error("cannot run `{command}`: {source}")]
+    #[error("cannot run `{command}`: {error}")]
     Tool {
         /// The command line.
         command: String,
-        /// Why it could not start.
-        source: std::io::Error,
+        /// Why it could not start (in the message, not a chained source: printed once).
+        error: std::io::Error,
     },
     /// A file-system operation failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a chained source: printed once).
+        error: std::io::Error,
     },
 }
 
@@ -273,16 +273,17 @@ impl Harness {
         let dir = match req.work_dir {
             Some(p) => {
                 std::fs::create_dir_all(p)
-                    .map_err(|source| HarnessError::Io { what: format!("creating {}", p.display()), source })?;
+                    .map_err(|source| HarnessError::Io { what: format!("creating {}", p.display()), error: source })?;
                 // Absolute, because the driver runs with the work dir as its current directory.
                 let abs = std::fs::canonicalize(p)
-                    .map_err(|source| HarnessError::Io { what: format!("resolving {}", p.display()), source })?;
+                    .map_err(|source| HarnessError::Io { what: format!("resolving {}", p.display()), error: source })?;
                 WorkDir::Kept(abs)
             }
-            None => WorkDir::Temp(
-                crate::cleanup::ScratchDir::new("scaletune-harness-")
-                    .map_err(|source| HarnessError::Io { what: "creating a temporary directory".into(), source })?,
-            ),
+            None => {
+                WorkDir::Temp(crate::cleanup::ScratchDir::new("scaletune-harness-").map_err(|source| {
+                    HarnessError::Io { what: "creating a temporary directory".into(), error: source }
+                })?)
+            }
         };
         let input = dir.path().join(INPUT_FILE);
         let input_bytes: Vec<u8> = expected.args.iter().flat_map(|t| t.to_le_bytes()).collect();

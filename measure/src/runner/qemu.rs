@@ -304,7 +304,7 @@ impl QemuRunner {
         let range = kernel_range(harness.executable(), &exe_bytes, &symbol)?;
         let library = plugin_library()?;
         let out_dir = crate::cleanup::ScratchDir::new("scaletune-counts-")
-            .map_err(|source| EmulationError::Io { what: "creating a temporary directory".into(), source })?;
+            .map_err(|source| EmulationError::Io { what: "creating a temporary directory".into(), error: source })?;
         let counts_file = out_dir.path().join("counts.txt");
         let opts = RunOptions {
             qemu_args: qemu_args(&library, &range, &counts_file)?,

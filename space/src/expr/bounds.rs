@@ -31,24 +31,28 @@ fn clamp(v: i128) -> i64 {
 }
 
 pub(crate) fn poly_iv(p: &Poly, ctx: &dyn RangeCtx, vscale: i64, depth: u32) -> Option<Iv> {
+    if p.overflow {
+        return None;
+    }
     let mut lo: i128 = 0;
     let mut hi: i128 = 0;
     for (mono, &c) in &p.terms {
         let mut iv: Iv = (1, 1);
         for a in mono {
             let ai = atom_iv(a, ctx, vscale, depth)?;
-            iv = mul_iv(iv, ai);
+            iv = mul_iv(iv, ai)?;
         }
-        let t = mul_iv(iv, (c as i128, c as i128));
+        let t = mul_iv(iv, (c as i128, c as i128))?;
         lo = lo.checked_add(t.0)?;
         hi = hi.checked_add(t.1)?;
     }
     Some((lo, hi))
 }
 
-fn mul_iv(a: Iv, b: Iv) -> Iv {
-    let c = [a.0 * b.0, a.0 * b.1, a.1 * b.0, a.1 * b.1];
-    (*c.iter().min().unwrap_or(&0), *c.iter().max().unwrap_or(&0))
+/// The product of two intervals, `None` if a corner overflows 128 bits.
+fn mul_iv(a: Iv, b: Iv) -> Option<Iv> {
+    let c = [a.0.checked_mul(b.0)?, a.0.checked_mul(b.1)?, a.1.checked_mul(b.0)?, a.1.checked_mul(b.1)?];
+    Some((*c.iter().min()?, *c.iter().max()?))
 }
 
 fn atom_iv(a: &Atom, ctx: &dyn RangeCtx, vscale: i64, depth: u32) -> Option<Iv> {
@@ -165,7 +169,7 @@ pub fn eval(
                 Expr::FloorMod(..) => x - y * floor_div(x, y),
                 _ => -floor_div(-x, y),
             };
-            r as i64
+            i64::try_from(r).map_err(|_| EvalError::Overflow)?
         }
         Expr::Min(a, b) => ev(a)?.min(ev(b)?),
         Expr::Max(a, b) => ev(a)?.max(ev(b)?),

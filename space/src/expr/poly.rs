@@ -27,6 +27,10 @@ pub type Mono = Vec<Atom>;
 pub struct Poly {
     /// Terms with non-zero coefficients.
     pub terms: BTreeMap<Mono, i64>,
+    /// Set when a coefficient overflowed 64 bits: the terms are then
+    /// meaningless, so the polynomial can be neither bounded nor printed back
+    /// (the simplifier keeps such an expression as it was written).
+    pub overflow: bool,
 }
 
 impl Poly {
@@ -50,7 +54,10 @@ impl Poly {
             return;
         }
         let e = self.terms.entry(m.clone()).or_insert(0);
-        *e = e.wrapping_add(c);
+        match e.checked_add(c) {
+            Some(v) => *e = v,
+            None => self.overflow = true,
+        }
         if *e == 0 {
             self.terms.remove(&m);
         }
@@ -59,6 +66,7 @@ impl Poly {
     /// `self + other`.
     pub fn add(&self, other: &Poly) -> Poly {
         let mut p = self.clone();
+        p.overflow |= other.overflow;
         for (m, c) in &other.terms {
             p.add_term(m.clone(), *c);
         }
@@ -67,9 +75,12 @@ impl Poly {
 
     /// `self * k`.
     pub fn scale(&self, k: i64) -> Poly {
-        let mut p = Poly::default();
+        let mut p = Poly { overflow: self.overflow, ..Poly::default() };
         for (m, c) in &self.terms {
-            p.add_term(m.clone(), c.wrapping_mul(k));
+            match c.checked_mul(k) {
+                Some(v) => p.add_term(m.clone(), v),
+                None => p.overflow = true,
+            }
         }
         p
     }
@@ -81,12 +92,15 @@ impl Poly {
 
     /// `self * other`.
     pub fn mul(&self, other: &Poly) -> Poly {
-        let mut p = Poly::default();
+        let mut p = Poly { overflow: self.overflow || other.overflow, ..Poly::default() };
         for (ma, ca) in &self.terms {
             for (mb, cb) in &other.terms {
                 let mut m: Mono = ma.iter().chain(mb.iter()).cloned().collect();
                 m.sort();
-                p.add_term(m, ca.wrapping_mul(*cb));
+                match ca.checked_mul(*cb) {
+                    Some(v) => p.add_term(m, v),
+                    None => p.overflow = true,
+                }
             }
         }
         p
@@ -94,6 +108,9 @@ impl Poly {
 
     /// The constant value if the polynomial has no atoms.
     pub fn as_const(&self) -> Option<i64> {
+        if self.overflow {
+            return None;
+        }
         match self.terms.len() {
             0 => Some(0),
             1 => self.terms.get(&Vec::new()).copied(),
@@ -103,7 +120,7 @@ impl Poly {
 
     /// The single term `(monomial, coefficient)` if there is exactly one.
     pub fn single_term(&self) -> Option<(&Mono, i64)> {
-        if self.terms.len() == 1 {
+        if self.terms.len() == 1 && !self.overflow {
             self.terms.iter().next().map(|(m, c)| (m, *c))
         } else {
             None
@@ -113,11 +130,12 @@ impl Poly {
     /// Splits `self = (c*m) * q + r` where `q` collects every term divisible
     /// by `c*m` and `r` the rest.
     pub fn split_divisible(&self, m: &Mono, c: i64) -> (Poly, Poly) {
-        let mut q = Poly::default();
-        let mut r = Poly::default();
+        let mut q = Poly { overflow: self.overflow, ..Poly::default() };
+        let mut r = Poly { overflow: self.overflow, ..Poly::default() };
         for (mono, coef) in &self.terms {
-            match (c != 0 && coef % c == 0).then(|| remove_factors(mono, m)).flatten() {
-                Some(rest) => q.add_term(rest, coef / c),
+            let quotient = (coef.checked_rem(c) == Some(0)).then(|| coef.checked_div(c)).flatten();
+            match quotient.and_then(|k| remove_factors(mono, m).map(|rest| (rest, k))) {
+                Some((rest, k)) => q.add_term(rest, k),
                 None => r.add_term(mono.clone(), *coef),
             }
         }

@@ -23,7 +23,13 @@ pub(crate) fn to_poly_raw(e: &Expr) -> Poly {
 /// floordiv/floormod/min/max structure. The result is equal to `e` for every
 /// variable assignment within the context's ranges and every allowed vscale.
 pub fn simplify(e: &Expr, ctx: &dyn RangeCtx) -> Expr {
-    to_poly(e, ctx).to_expr()
+    let p = to_poly(e, ctx);
+    if p.overflow {
+        // A coefficient beyond 64 bits: keep the expression as written (its
+        // evaluation is checked; bounds of it are unknown).
+        return e.clone();
+    }
+    p.to_expr()
 }
 
 /// Bounds of a polynomial at every allowed vscale; `None` if any is unbounded.
@@ -55,13 +61,10 @@ fn opaque(e: Expr) -> Poly {
     }
 }
 
-fn floor_div(a: i64, b: i64) -> i64 {
-    let q = a / b;
-    if a % b != 0 && ((a < 0) != (b < 0)) {
-        q - 1
-    } else {
-        q
-    }
+/// `floor(a / b)`, `None` when it overflows (`i64::MIN / -1`); `b` is not zero.
+fn floor_div(a: i64, b: i64) -> Option<i64> {
+    let q = a.checked_div(b)?;
+    Some(if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q })
 }
 
 fn to_poly(e: &Expr, ctx: &dyn RangeCtx) -> Poly {
@@ -101,22 +104,30 @@ fn divide(e: &Expr, pa: Poly, pb: Poly, ctx: &dyn RangeCtx) -> Poly {
         Expr::FloorMod(..) => 1,
         _ => 2,
     };
-    let fold = |x: i64, y: i64| match kind {
-        0 => floor_div(x, y),
-        1 => x - y * floor_div(x, y),
-        _ => -floor_div(-x, y),
+    if pa.overflow || pb.overflow {
+        return Poly { overflow: true, ..Poly::default() };
+    }
+    let fold = |x: i64, y: i64| -> Option<i64> {
+        match kind {
+            0 => floor_div(x, y),
+            1 => x.checked_sub(y.checked_mul(floor_div(x, y)?)?),
+            _ => floor_div(x.checked_neg()?, y)?.checked_neg(),
+        }
     };
     if let (Some(x), Some(y)) = (pa.as_const(), pb.as_const()) {
         if y != 0 {
-            return Poly::constant(fold(x, y));
+            return match fold(x, y) {
+                Some(v) => Poly::constant(v),
+                None => Poly { overflow: true, ..Poly::default() },
+            };
         }
     }
     // The remainder's division as an opaque atom; a constant remainder over
     // a constant divisor folds, so that simplification is idempotent.
     let rebuild = |a: Poly| -> Expr {
         if let (Some(x), Some(y)) = (a.as_const(), pb.as_const()) {
-            if y != 0 {
-                return Expr::Int(fold(x, y));
+            if let Some(v) = (y != 0).then(|| fold(x, y)).flatten() {
+                return Expr::Int(v);
             }
         }
         let (ea, eb) = (Box::new(a.to_expr()), Box::new(pb.to_expr()));
@@ -198,6 +209,9 @@ impl Linear {
 /// occurs non-linearly (squared, inside floordiv/min/load, ...).
 pub fn linear_in(e: &Expr, v: VarId, ctx: &dyn RangeCtx) -> Option<Linear> {
     let p = to_poly(e, ctx);
+    if p.overflow {
+        return None;
+    }
     let target = Atom::Var(v);
     let mut coeff = Poly::default();
     let mut rest = Poly::default();

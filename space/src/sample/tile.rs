@@ -89,7 +89,34 @@ struct Enumerated {
 /// Largest fixed factor of a middle level of a scalable tiling.
 const SCALABLE_MIDDLE_MAX: i64 = 8;
 
+/// The most decisions a scalable or mixed tiling instruction may enumerate
+/// (the shipped rules' four-level tilings have a few thousand).
+pub const MAX_TILE_DECISIONS: i64 = 1 << 20;
+
 impl TileDomain {
+    /// Refuses domains too large to enumerate: more than
+    /// [`MAX_TILE_DECISIONS`] combinations of level choices, or maxima beyond
+    /// [`crate::limits::MAX_EXTENT`].
+    pub fn check_size(&self) -> Result<(), super::SampleError> {
+        use crate::limits::MAX_EXTENT;
+        let too_large = || {
+            super::SampleError(format!(
+                "a tiling of {} levels with max_innermost_fixed={} and max_innermost_vscale={} has more than \
+                 {MAX_TILE_DECISIONS} decisions, the limit",
+                self.n, self.max_fixed, self.max_vscale
+            ))
+        };
+        if self.max_fixed > MAX_EXTENT || self.max_vscale > MAX_EXTENT || self.n > 64 {
+            return Err(too_large());
+        }
+        let per_level = self.max_fixed.max(1) + i64::from(64 - self.max_vscale.max(1).leading_zeros()) + 1;
+        let levels = u32::try_from(self.n.saturating_sub(1)).map_err(|_| too_large())?;
+        match per_level.checked_pow(levels) {
+            Some(total) if total <= MAX_TILE_DECISIONS => Ok(()),
+            _ => Err(too_large()),
+        }
+    }
+
     /// Fixed factors of a level: any count of blocks (1, 2, 3, ..) for
     /// levels outside the innermost, powers of two for the innermost (when
     /// fixed, it is the vector of a mixed tiling: a vector length).

@@ -20,8 +20,10 @@ pub fn vector_lanes(extent: &Expr) -> Option<(u32, bool)> {
     }
 }
 
-/// Largest unroll factor accepted.
-pub const MAX_UNROLL: i64 = 1024;
+/// Largest unroll factor accepted: unrolling makes at most this many copies
+/// of a block ([`crate::limits::MAX_UNROLLED_COPIES`], the product of the
+/// extents of every unrolled loop around it).
+pub const MAX_UNROLL: i64 = crate::limits::MAX_UNROLLED_COPIES;
 
 impl Nest {
     fn kind_error(&self, prim: &'static str, l: LoopId, why: String) -> ScheduleError {
@@ -146,6 +148,15 @@ impl Nest {
             }
         }
         self.loop_mut(l).kind = LoopKind::Unroll;
+        // Nested unrolled loops multiply: refuse beyond the bound on copies.
+        if let Err(e) = self.check_limits() {
+            self.loop_mut(l).kind = LoopKind::Serial;
+            return Err(ScheduleError::new(
+                PRIM,
+                ErrorKind::Limit,
+                format!("cannot unroll `{}`: {e}", self.loop_name(l)),
+            ));
+        }
         Ok(())
     }
 

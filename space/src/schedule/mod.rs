@@ -40,6 +40,9 @@ pub enum ErrorKind {
     LoopKind,
     /// A region that cannot be bounded or a tensor that cannot be cached.
     Region,
+    /// A split factor, loop extent, iteration count or unrolled size beyond
+    /// the limits of [`crate::limits`].
+    Limit,
 }
 
 /// A schedule primitive could not be applied.

@@ -4,6 +4,7 @@ use super::{ErrorKind, Result, ScheduleError};
 use crate::expr::{prove_le, prove_lt, simplify, Expr};
 use crate::ids::LoopId;
 use crate::ir::{LoopKind, Nest, Node, Pred};
+use crate::limits::MAX_EXTENT;
 
 const PRIM: &str = "split";
 
@@ -41,6 +42,17 @@ impl Nest {
                     if !f.vars().is_empty() {
                         return Err(bad(format!("factor {} of `{name}` uses a loop variable", self.expr_text(&f))));
                     }
+                    // Checked first: a factor that overflows cannot be bounded at all.
+                    if self.max_value(&f).is_none_or(|hi| hi > i128::from(MAX_EXTENT)) {
+                        return Err(ScheduleError::new(
+                            PRIM,
+                            ErrorKind::Limit,
+                            format!(
+                                "factor {} of `{name}` exceeds the limit of {MAX_EXTENT} (2^40)",
+                                self.expr_text(&f)
+                            ),
+                        ));
+                    }
                     if !prove_lt(&Expr::Int(0), &f, self) {
                         return Err(bad(format!("factor {} of `{name}` is not positive", self.expr_text(&f))));
                     }
@@ -50,6 +62,16 @@ impl Nest {
             }
         }
         let known = simplify(&known, self);
+        if self.max_value(&known).is_none_or(|hi| hi > i128::from(MAX_EXTENT)) {
+            return Err(ScheduleError::new(
+                PRIM,
+                ErrorKind::Limit,
+                format!(
+                    "the factors of `{name}` multiply to {}, beyond the limit of {MAX_EXTENT} (2^40)",
+                    self.expr_text(&known)
+                ),
+            ));
+        }
         let inferred = simplify(&extent.clone().ceildiv(known.clone()), self);
         let factors: Vec<Expr> = given.into_iter().map(|f| f.unwrap_or_else(|| inferred.clone())).collect();
         let product = simplify(&factors.iter().cloned().fold(Expr::Int(1), |a, b| a * b), self);

@@ -10,7 +10,7 @@ use crate::ids::{BlockId, LoopId};
 use crate::ir::{Nest, Node, Tail};
 use crate::kind::VectorKind;
 use crate::sample::SampleError;
-use crate::schedule::ScheduleError;
+use crate::schedule::{ErrorKind, ScheduleError};
 use rand_chacha::ChaCha8Rng;
 
 /// The instructions a run decided (by index), the final bindings, and the
@@ -214,6 +214,9 @@ impl Trace {
                 && !inst.is_sampling()
             {
                 nest.transformed = true;
+                // Every size the instruction made (extents, iteration counts,
+                // unrolled copies) within the limits, else the trace is refused.
+                nest.check_limits().map_err(|e| env.err(TraceErrorKind::Schedule(ErrorKind::Limit), e.to_string()))?;
             }
             vars = env.vars;
         }

@@ -57,7 +57,15 @@ pub struct Tensor {
 impl Tensor {
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.shape.iter().product::<i64>().max(0) as usize
+        // Instantiated workloads keep this below `limits::MAX_EXTENT`; a
+        // hand-built or deserialized tensor saturates instead of wrapping.
+        let n = self.shape.iter().fold(1i64, |acc, d| acc.saturating_mul((*d).max(0)));
+        usize::try_from(n).unwrap_or(usize::MAX)
+    }
+
+    /// Size of the elements in bytes (saturating).
+    pub fn bytes(&self) -> u64 {
+        (self.len() as u64).saturating_mul(self.dtype.bytes() as u64)
     }
 
     /// True if the tensor has no elements.
@@ -307,6 +315,12 @@ impl Workload {
     /// The tensor with the given id.
     pub fn tensor(&self, t: TensorId) -> &Tensor {
         &self.tensors[t.index()]
+    }
+
+    /// Bytes of all tensors (inputs, outputs and temporaries) in their
+    /// element types: what running the kernel once allocates at the least.
+    pub fn tensor_bytes(&self) -> u64 {
+        self.tensors.iter().fold(0u64, |acc, t| acc.saturating_add(t.bytes()))
     }
 
     /// Looks a tensor up by name.

@@ -6,6 +6,7 @@ use super::stmt::{parse_statement, Raw, RawStmt, Scope};
 use super::*;
 use crate::expr::{bounds, eval, parse_expr, NameResolver, RangeCtx};
 use crate::ids::VarId;
+use crate::limits::{checked_product, MAX_EXTENT};
 use crate::text::{lex, Cursor, SyntaxError};
 use toml::Spanned;
 
@@ -64,6 +65,12 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
     let mut params: Vec<(String, i64)> = raw.params.iter().map(|(k, v)| (k.clone(), *v.get_ref())).collect();
     for (k, v) in overrides {
         match params.iter_mut().find(|(n, _)| n == k) {
+            Some(_) if *v > MAX_EXTENT => {
+                return Err(WorkloadError::BadReference {
+                    reference: format!("{}:{k}={v}", spec.name),
+                    message: format!("parameter `{k}` is {v}, beyond the limit of {MAX_EXTENT} (2^40)"),
+                });
+            }
             Some(p) => p.1 = *v,
             None => {
                 let known: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
@@ -79,9 +86,12 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
         }
     }
     for (k, v) in &params {
+        let off = || raw.params.get(k).map(|s| s.span().start).unwrap_or(0);
         if *v < 1 {
-            let off = raw.params.get(k).map(|s| s.span().start).unwrap_or(0);
-            return Err(spec.at(off, format!("parameter `{k}` must be at least 1, got {v}")));
+            return Err(spec.at(off(), format!("parameter `{k}` must be at least 1, got {v}")));
+        }
+        if *v > MAX_EXTENT {
+            return Err(spec.at(off(), format!("parameter `{k}` is {v}, beyond the limit of {MAX_EXTENT} (2^40)")));
         }
     }
 
@@ -102,6 +112,16 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
                 return Err(spec.at(item.span().start, format!("dimension of `{name}` must be at least 1, got {n}")));
             }
             shape.push(n);
+        }
+        if checked_product(shape.iter().copied()).is_none() {
+            let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+            return Err(spec.at(
+                t.span().start,
+                format!(
+                    "tensor `{name}` of shape [{}] has more than {MAX_EXTENT} (2^40) elements, the limit",
+                    dims.join(", ")
+                ),
+            ));
         }
         if shape.is_empty() {
             return Err(spec
@@ -154,6 +174,12 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
         let v = spec.size(item, &params, &format!("the extent of axis `{name}`"))?;
         if v < 1 {
             return Err(spec.at(item.span().start, format!("axis `{name}` needs an extent of at least 1")));
+        }
+        if v > MAX_EXTENT {
+            return Err(spec.at(
+                item.span().start,
+                format!("axis `{name}` has extent {v}, beyond the limit of {MAX_EXTENT} (2^40)"),
+            ));
         }
         axis_extents.push((name.clone(), v));
     }
@@ -316,6 +342,18 @@ fn statement(
         }
     }
 
+    if checked_product(extents.iter().copied()).is_none() {
+        let axes: Vec<String> = axis_names.iter().zip(&extents).map(|((n, _), e)| format!("{n}={e}")).collect();
+        return Err(at(
+            raw.lhs_offset,
+            format!(
+                "the statement iterates over {} points ({}), more than the limit of {MAX_EXTENT} (2^40)",
+                extents.iter().map(|e| i128::from(*e)).fold(1i128, i128::saturating_mul),
+                axes.join(", ")
+            ),
+        ));
+    }
+
     // Bounds of every access.
     let ctx = AxisCtx { extents: &extents, tensors };
     for (acc, off) in &accesses {
@@ -332,11 +370,14 @@ fn statement(
                         ),
                     ));
                 }
-                None => {
+                None if idx.has_load() => {
                     return Err(at(
                         *off,
                         format!("index {d} of `{}` cannot be bounded (indirect indices need a tensor `range`)", t.name),
                     ));
+                }
+                None => {
+                    return Err(at(*off, format!("index {d} of `{}` overflows 64-bit arithmetic", t.name)));
                 }
             }
         }

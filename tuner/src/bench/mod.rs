@@ -22,7 +22,7 @@ pub mod search;
 pub mod tuned;
 
 use crate::commands::measure::RunnerKind;
-use crate::pipeline::load_workload;
+use crate::pipeline::load_workload_to_run as load_workload;
 use crate::tune::objective::ObjectiveKind;
 use baseline::BaselineKind;
 use contenders::{build_baseline, build_trace, Contender, Kernel};

@@ -69,7 +69,10 @@ pub fn run(
     rt: &Handle,
 ) -> Result<Vec<Run>, BenchError> {
     std::fs::create_dir_all(dir).map_err(|e| BenchError::Io(format!("creating {}: {e}", dir.display())))?;
-    let tune_err = |e: anyhow::Error| BenchError::Tune { workload: reference.to_string(), message: format!("{e:#}") };
+    let tune_err = |e: anyhow::Error| BenchError::Tune {
+        workload: reference.to_string(),
+        message: crate::commands::error_text(&e),
+    };
     let (target_def, runner, _) = runner_target(target, Some(RunnerKind::Native), &[]).map_err(tune_err)?;
     let mut runs = Vec::new();
     for &strategy in strategies {

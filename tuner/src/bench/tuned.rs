@@ -91,7 +91,10 @@ pub fn tune(
     trials: usize,
     rt: &Handle,
 ) -> Result<(Tuned, Target), BenchError> {
-    let tune_err = |e: anyhow::Error| BenchError::Tune { workload: reference.to_string(), message: format!("{e:#}") };
+    let tune_err = |e: anyhow::Error| BenchError::Tune {
+        workload: reference.to_string(),
+        message: crate::commands::error_text(&e),
+    };
     let (target_def, runner, _) = runner_target(target, Some(runner), vls).map_err(tune_err)?;
     let probe_cfg = job_config(reference, target, runner, vls, trials);
     let mut s = setup(&probe_cfg, &target_def, db).map_err(tune_err)?;
@@ -118,7 +121,8 @@ pub fn run_job(
     label: &str,
     rt: &Handle,
 ) -> Result<(i64, usize), BenchError> {
-    let tune_err = |e: anyhow::Error| BenchError::Tune { workload: label.to_string(), message: format!("{e:#}") };
+    let tune_err =
+        |e: anyhow::Error| BenchError::Tune { workload: label.to_string(), message: crate::commands::error_text(&e) };
     let job_id = db.create_job(&NewJob {
         arguments: serde_json::to_string(cfg).map_err(|e| BenchError::Io(e.to_string()))?,
         seed: cfg.seed,

@@ -72,6 +72,10 @@ pub fn run(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
     if !args.qemu_shapes.is_empty() {
         opts.qemu_shapes = args.qemu_shapes.iter().filter(|s| *s != "none").cloned().collect();
     }
+    // Every shape is loaded (and held to --max-bytes) before anything runs.
+    for shape in opts.host_shapes.iter().chain(&opts.qemu_shapes) {
+        crate::pipeline::load_workload_to_run(shape)?;
+    }
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let report = bench::run(&opts, rt)?;
     print!("{}", bench::report::host_table(&report));
@@ -95,7 +99,7 @@ fn search_efficiency(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
         bail!("--trials and --seeds must be at least 1");
     }
     let reference = args.shapes.first().cloned().unwrap_or_else(|| bench::HOST_SHAPES[0].to_string());
-    let flops = crate::pipeline::load_workload(&reference)?.flops();
+    let flops = crate::pipeline::load_workload_to_run(&reference)?.flops();
     let seeds: Vec<u64> = (1..=args.seeds).collect();
     let strategies = [StrategyKind::Random, StrategyKind::Evolutionary];
     let dir = args.out.join("search");

@@ -1,8 +1,7 @@
 //! `scaletune check`: build the kernel, run it once at each vector length through the farm (check runner), and compare with the reference.
 
-use crate::pipeline::{load_workload, PipelineError, Schedule};
+use crate::pipeline::{load_workload_to_run as load_workload, PipelineError, Schedule};
 use anyhow::bail;
-use scaletune_codegen::pipeline;
 use scaletune_codegen::target::Target;
 use scaletune_measure::{Candidate, CheckRunner, Farm, LlvmBuilder, Runner, Status, VlMeasurement};
 use scaletune_space::trace::Trace;
@@ -57,13 +56,7 @@ pub fn run(a: &CheckArgs, rt: &Handle) -> anyhow::Result<CheckOutcome> {
         t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
     }
     let sched = a.schedule.map(Schedule::from_file).transpose()?;
-    // A schedule that does not apply is bad input, reported before anything is built.
-    if let Some(s) = &sched {
-        pipeline::schedule(&w, Some(&s.trace), &t, None).map_err(|e| match e {
-            pipeline::CompileError::Schedule(error) => PipelineError::Schedule { file: s.file.clone(), error },
-            e => PipelineError::Compile(e),
-        })?;
-    }
+    crate::pipeline::check_schedule(&w, sched.as_ref(), &t)?;
     let vls = if a.vl_bits.is_empty() { t.default_vl_bits.clone() } else { a.vl_bits.clone() };
     let trace = sched.map(|s| s.trace).unwrap_or_else(Trace::default);
     let candidate =

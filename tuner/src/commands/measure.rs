@@ -1,6 +1,6 @@
 //! `scaletune measure`: build one schedule, run it on a runner (native, QEMU or remote agents), print the figures and the verdict.
 
-use crate::pipeline::{load_workload, PipelineError, Schedule};
+use crate::pipeline::{load_workload_to_run as load_workload, PipelineError, Schedule};
 use anyhow::{bail, Context};
 use scaletune_codegen::target::Target;
 use scaletune_measure::emulation::{emulable_host_target, CycleEstimator};
@@ -9,7 +9,9 @@ use scaletune_measure::{
     ArtifactCache, Candidate, Farm, LlvmBuilder, Measurement, NativeRunner, QemuRunner, Runner, Status, TimingProtocol,
     VlMeasurement,
 };
+use scaletune_space::schedule::ErrorKind;
 use scaletune_space::trace::Trace;
+use scaletune_space::trace::{TraceError, TraceErrorKind};
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -181,10 +183,18 @@ pub(crate) fn runners(
 pub fn run(args: &MeasureArgs, rt: &Handle) -> anyhow::Result<MeasureOutcome> {
     let w = load_workload(&args.workload)?;
     let (t, kind, mut notes) = runner_target(&args.target, args.runner, &args.vl)?;
-    let trace = match &args.schedule {
-        Some(p) => Schedule::from_file(p)?.trace,
-        None => Trace::default(),
-    };
+    let sched = args.schedule.as_deref().map(Schedule::from_file).transpose()?;
+    // A schedule beyond the size limits is bad input (exit 2); one that
+    // does not apply otherwise is the candidate's build error (exit 1).
+    if let Err(
+        e @ PipelineError::Schedule {
+            error: TraceError { kind: TraceErrorKind::Schedule(ErrorKind::Limit), .. }, ..
+        },
+    ) = crate::pipeline::check_schedule(&w, sched.as_ref(), &t)
+    {
+        return Err(e.into());
+    }
+    let trace = sched.map_or_else(Trace::default, |s| s.trace);
     if args.farm.is_some() && kind != RunnerKind::Remote {
         bail!("--farm lists remote agents; it needs --runner remote");
     }

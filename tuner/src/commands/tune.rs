@@ -101,6 +101,10 @@ impl TuneArgs {
         if workloads.is_empty() {
             bail!("nothing to tune: name workloads or a --suite");
         }
+        // Every workload loads (and is held to --max-bytes) before a job exists.
+        for (w, _) in &workloads {
+            crate::pipeline::load_workload_to_run(w)?;
+        }
         if self.trials == 0 {
             bail!("--trials must be at least 1");
         }
@@ -212,7 +216,7 @@ impl Reporting<'_> {
         let Some(out) = &self.out else { return };
         let filter = scaletune_reports::Filter { job: Some(self.job), ..Default::default() };
         if let Err(e) = super::report::write(self.db, &filter, out) {
-            eprintln!("warning: the report was not written: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("warning: the report was not written: {}", super::error_text(&e));
         }
     }
 }
@@ -245,6 +249,9 @@ fn interrupts(rt: &Handle) -> (Arc<Notify>, Arc<std::sync::atomic::AtomicU8>) {
 /// The outcome of `tune`: the exit status (0, or 130/143 when interrupted).
 pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let path = args.db.clone().unwrap_or_else(scaletune_database::default_path);
+    // A new job's options are checked before the database is opened (bad
+    // input leaves no database file behind).
+    let new_cfg = if args.resume.is_none() { Some(args.config()?) } else { None };
     let db = Database::open(&path)?;
     let (cfg, job_id, state) = match args.resume {
         Some(id) => {
@@ -257,7 +264,7 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
             (cfg, id, state)
         }
         None => {
-            let cfg = args.config()?;
+            let cfg = new_cfg.context("a new job has a configuration")?;
             let id = db.create_job(&NewJob {
                 arguments: serde_json::to_string(&cfg)?,
                 seed: cfg.seed,

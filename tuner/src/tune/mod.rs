@@ -15,7 +15,7 @@ pub mod task;
 
 use crate::commands::measure::RunnerKind;
 use crate::cost_model::{self, Row};
-use crate::pipeline::load_workload;
+use crate::pipeline::load_workload_to_run as load_workload;
 use crate::search::StrategyKind;
 use objective::{Objective, ObjectiveKind};
 use scaletune_codegen::pipeline::initial_nest;

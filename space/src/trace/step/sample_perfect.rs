@@ -9,6 +9,9 @@ use crate::trace::apply::Env;
 use crate::trace::{Inst, TraceError, TraceErrorKind, Value};
 use rand_chacha::ChaCha8Rng;
 
+/// The most levels of a tiling instruction.
+pub(crate) const MAX_TILE_LEVELS: usize = 64;
+
 /// The extent of a loop as a constant under the nest's vscale domain, if it is one.
 fn const_extent(nest: &Nest, l: LoopId) -> Option<i64> {
     let e = simplify(nest.extent(l), nest);
@@ -24,6 +27,11 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
         return Err(env.err(TraceErrorKind::WrongKind, "not a sample_perfect_tile instruction".into()));
     };
     let l = env.loop_(*loop_)?;
+    // Each level is a loop: more levels than the nesting bound of the
+    // parsers is never a schedule (and would recurse that deep).
+    if *n > MAX_TILE_LEVELS {
+        return Err(env.err(TraceErrorKind::Sample, format!("n={n} levels, beyond the limit of {MAX_TILE_LEVELS}")));
+    }
     let Some(extent) = const_extent(nest, l) else {
         return Err(env.err(
             TraceErrorKind::Sample,

@@ -33,6 +33,7 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
     let l = env.loop_(*loop_)?;
     let lanes = lanes_per_granule(&nest.caps, nest.widest_bits(l));
     let domain = TileDomain { n, lanes, max_fixed, max_vscale, mixed };
+    domain.check_size().map_err(|e| env.sample_err(e))?;
     let d: Vec<TileChoice> = match (decision, rng) {
         (Some(d), _) => {
             let choices = d
