@@ -40,10 +40,16 @@ impl Machine<'_> {
         Ok(())
     }
 
-    pub(super) fn za_load(&mut self, tile: u8, row: Reg, buf: BufId, base: Reg, mask: Option<Reg>) -> R {
-        self.stats.ops += 1;
-        self.stats.vector_ops += 1;
-        self.stats.loads += 1;
+    /// A horizontal slice access of `tile` at `row`: the slice's offset in
+    /// ZA, its lanes, the element indices `base..base + lanes` (in the
+    /// index scratch buffer, to be given back) and the active lanes.
+    fn za_slice(
+        &mut self,
+        tile: u8,
+        row: Reg,
+        base: Reg,
+        mask: Option<Reg>,
+    ) -> Result<(usize, usize, Vec<i64>, Vec<bool>), InterpError> {
         let l = self.za_side();
         let at = self.za_row(tile, self.rf.i(row)?)?;
         let base = self.rf.i(base)?;
@@ -51,6 +57,14 @@ impl Machine<'_> {
         let mut idx = take(&mut self.si);
         idx.clear();
         idx.extend((0..l as i64).map(|i| base.saturating_add(i)));
+        Ok((at, l, idx, active))
+    }
+
+    pub(super) fn za_load(&mut self, tile: u8, row: Reg, buf: BufId, base: Reg, mask: Option<Reg>) -> R {
+        self.stats.ops += 1;
+        self.stats.vector_ops += 1;
+        self.stats.loads += 1;
+        let (at, l, idx, active) = self.za_slice(tile, row, base, mask)?;
         let mut out = take(&mut self.sf);
         out.clear();
         self.mem.load_lanes_f(buf, &idx, &active, &mut out)?;
@@ -66,13 +80,7 @@ impl Machine<'_> {
         self.stats.ops += 1;
         self.stats.vector_ops += 1;
         self.stats.stores += 1;
-        let l = self.za_side();
-        let at = self.za_row(tile, self.rf.i(row)?)?;
-        let base = self.rf.i(base)?;
-        let active = self.active_mask(mask, l)?;
-        let mut idx = take(&mut self.si);
-        idx.clear();
-        idx.extend((0..l as i64).map(|i| base.saturating_add(i)));
+        let (at, l, idx, active) = self.za_slice(tile, row, base, mask)?;
         self.stats.elements_stored += active.iter().filter(|&&on| on).count() as u64;
         let row_values = self.za[at..at + l].to_vec();
         self.mem.store_lanes_f(buf, &idx, &active, &row_values)?;

@@ -6,6 +6,7 @@
 
 use super::Expr;
 use crate::ids::VarId;
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 /// A factor of a monomial.
@@ -53,13 +54,18 @@ impl Poly {
         if c == 0 {
             return;
         }
-        let e = self.terms.entry(m.clone()).or_insert(0);
-        match e.checked_add(c) {
-            Some(v) => *e = v,
-            None => self.overflow = true,
-        }
-        if *e == 0 {
-            self.terms.remove(&m);
+        // One lookup, and the monomial is moved in, not cloned.
+        match self.terms.entry(m) {
+            Entry::Vacant(v) => {
+                v.insert(c);
+            }
+            Entry::Occupied(mut o) => match o.get().checked_add(c) {
+                Some(0) => {
+                    o.remove();
+                }
+                Some(v) => *o.get_mut() = v,
+                None => self.overflow = true,
+            },
         }
     }
 
