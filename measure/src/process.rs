@@ -117,6 +117,22 @@ fn ending_of(status: ExitStatus) -> Ending {
     }
 }
 
+/// Bounds the data segment (heap and private anonymous mappings,
+/// `RLIMIT_DATA`) of the process `cmd` starts to `bytes`: an allocation
+/// beyond it fails in the child (the driver then reports which tensor it
+/// could not allocate) instead of exhausting the machine. Address-space
+/// reservations without access (as QEMU makes) do not count against it.
+pub(crate) fn limit_memory(cmd: &mut Command, bytes: u64) {
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes the async-signal-safe setrlimit system call.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_DATA, bytes, bytes)
+                .map_err(std::io::Error::from)
+        });
+    }
+}
+
 /// Runs `cmd` (stdin closed, stdout and stderr captured, in a process
 /// group of its own) with a timeout.
 pub(crate) fn run_with_timeout(cmd: Command, timeout: Duration) -> RawRun {
@@ -259,5 +275,20 @@ mod tests {
         assert_eq!(signal_name(99), "signal 99");
         let r = run_with_timeout(Command::new("/nonexistent/scaletune-no-such-program"), Duration::from_secs(1));
         assert!(matches!(r.ending, Ending::Failed(ref m) if m.contains("cannot start")), "{:?}", r.ending);
+    }
+
+    #[test]
+    fn a_memory_limit_fails_allocations_beyond_it_and_only_those() {
+        let grow = |bytes: u64, limit: u64| {
+            let mut cmd = Command::new("awk");
+            cmd.arg(format!("BEGIN {{ s = \"x\"; while (length(s) < {bytes}) s = s s; print length(s) }}"));
+            limit_memory(&mut cmd, limit);
+            run_with_timeout(cmd, Duration::from_secs(60))
+        };
+        let r = grow(1 << 20, 256 << 20);
+        assert_eq!(r.ending, Ending::Exited(0), "{}", r.stderr);
+        let r = grow(512 << 20, 256 << 20);
+        assert_ne!(r.ending, Ending::Exited(0));
+        assert!(r.stderr.contains("out of memory"), "{}", r.stderr);
     }
 }

@@ -36,9 +36,14 @@ impl Drop for TestAgent {
 
 impl TestAgent {
     fn start(slots: usize, drain: Duration) -> TestAgent {
+        TestAgent::start_with(slots, drain, None)
+    }
+
+    fn start_with(slots: usize, drain: Duration, max_bytes: Option<u64>) -> TestAgent {
         let mut config = AgentConfig::new(Target::load("host").expect("host"), Token::new(TOKEN).expect("token"));
         config.slots = slots;
         config.drain_deadline = drain;
+        config.max_bytes = max_bytes;
         let agent = Agent::new(&config).expect("agent");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -227,4 +232,42 @@ async fn runs_happen_in_a_private_directory() {
     let body: RunResponse = resp.json().await.expect("json");
     assert_eq!(body.runs[0].ending, ProcessEnding::Exited { code: 0 }, "{}", body.runs[0].stderr);
     assert_eq!(body.runs[0].stdout, "700\n700\n600\n");
+}
+
+/// A script that builds a string of at least `bytes` bytes by doubling
+/// (awk holds about three times that at the peak) and prints its length.
+fn allocator(bytes: u64) -> String {
+    format!("awk 'BEGIN {{ s = \"x\"; while (length(s) < {bytes}) s = s s; print length(s) }}'")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_with_max_bytes_refuses_larger_inputs_and_bounds_each_runs_memory() {
+    let max = 1 << 20;
+    let agent = TestAgent::start_with(1, Duration::from_secs(30), Some(max));
+    let limit = scaletune_measure::agent::run_memory_limit(max);
+    let vl = agent.vl();
+    // Inputs larger than --max-bytes are refused before anything runs.
+    let big = RunRequest { input: vec![0u8; (max + 1) as usize], ..request("exit 0".into(), vec![vl]) };
+    let resp = agent.post(&big, Duration::from_secs(60)).await.expect("answers");
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: serde_json::Value = resp.json().await.expect("json");
+    let why = format!("the run's inputs take {} bytes; this agent runs at most {max} (--max-bytes)", max + 1);
+    assert_eq!(body["error"], why);
+    assert_eq!(agent.agent.runs_started(), 0);
+    // A run that allocates well within the bound runs; one far beyond it
+    // fails in its allocation instead of exhausting the machine.
+    for (bytes, fits) in [(limit / 64, true), (limit * 2, false)] {
+        let resp = agent.post(&request(allocator(bytes), vec![vl]), Duration::from_secs(60)).await.expect("answers");
+        assert_eq!(resp.status().as_u16(), 200);
+        let body: RunResponse = resp.json().await.expect("json");
+        let run = &body.runs[0];
+        if fits {
+            assert_eq!(run.ending, ProcessEnding::Exited { code: 0 }, "{}", run.stderr);
+            let len: u64 = run.stdout.trim().parse().expect("a length");
+            assert!(len >= bytes, "{len}");
+        } else {
+            assert_ne!(run.ending, ProcessEnding::Exited { code: 0 }, "{bytes} bytes fit a {limit} byte bound");
+            assert!(run.stderr.contains("out of memory"), "{}", run.stderr);
+        }
+    }
 }

@@ -24,8 +24,9 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Largest total size of a workload's tensors for commands that run
-    /// kernels (check, measure, tune, bench, explore --check), e.g. 512M or
-    /// 8G [default: a quarter of physical memory].
+    /// kernels (check, measure, tune, bench, explore --check; on an agent,
+    /// each run it serves), e.g. 512M or 8G [default: a quarter of physical
+    /// memory].
     #[arg(long, global = true, value_name = "SIZE")]
     max_bytes: Option<scaletune::limits::ByteSize>,
 }

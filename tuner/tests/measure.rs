@@ -41,23 +41,32 @@ fn native_measurement_prints_every_repeat_and_reuses_the_artifact() {
 }
 
 #[test]
-fn a_schedule_that_does_not_apply_is_a_build_error_with_exit_status_1() {
+fn a_schedule_that_does_not_apply_is_bad_input_with_exit_status_2_as_in_check() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let sched = dir.path().join("bad.trace");
-    std::fs::write(&sched, "b = get_block(\"Y\")\ni = get_loops(b)\nunroll(q)\n").expect("write");
-    let o = scaletune(&[
-        "measure",
-        "scale_add:N=50",
-        "--target",
-        "host",
-        "--schedule",
-        sched.to_str().expect("utf-8"),
-        "--no-cache",
-    ]);
-    let t = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("build: FAILED") && t.contains("`q` is not defined"), "{t}");
-    assert!(t.trim_end().ends_with("verdict: build_error"), "{t}");
+    for (i, (trace, expect)) in [
+        ("b = get_block(\"Y\")\ni = get_loops(b)\nunroll(q)\n", "`q` is not defined"),
+        ("b = get_block(\"Z\")\n", "Z"),
+        ("b = get_block(\"Y\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[0, 50])\n", "factor"),
+        ("b = get_block(\"Y\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[5, 10])\nunroll(i)\n", "i"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sched = dir.path().join(format!("bad{i}.trace"));
+        std::fs::write(&sched, trace).expect("write");
+        let sched = sched.to_str().expect("utf-8");
+        let mut messages = Vec::new();
+        for command in ["measure", "check"] {
+            let o = scaletune(&[command, "scale_add:N=50", "--target", "host", "--schedule", sched]);
+            let t = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{command} {trace:?}: {t}");
+            assert!(!t.contains("verdict:") && !t.contains("build: "), "nothing is built or measured: {t}");
+            let error = t.lines().find(|l| l.starts_with("error: ")).expect("an error line").to_string();
+            assert!(error.contains(sched) && error.contains(expect), "{command} {trace:?}: {t}");
+            messages.push(error);
+        }
+        assert_eq!(messages[0], messages[1], "measure and check name the problem alike");
+    }
 }
 
 #[test]

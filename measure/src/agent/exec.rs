@@ -45,13 +45,24 @@ pub(super) enum ExecError {
 }
 
 /// Runs the request's executable at each vector length (blocking) until
-/// done or `cancel` is set.
-pub(super) fn execute(req: &RunRequest, driver_args: &[String], cancel: &AtomicBool) -> Result<Vec<VlRun>, ExecError> {
-    execute_runs(req, driver_args, cancel).map_err(ExecError::Agent)?.ok_or(ExecError::Cancelled)
+/// done or `cancel` is set, each run's data segment bounded by
+/// `memory_limit` bytes if given.
+pub(super) fn execute(
+    req: &RunRequest,
+    driver_args: &[String],
+    memory_limit: Option<u64>,
+    cancel: &AtomicBool,
+) -> Result<Vec<VlRun>, ExecError> {
+    execute_runs(req, driver_args, memory_limit, cancel).map_err(ExecError::Agent)?.ok_or(ExecError::Cancelled)
 }
 
 /// [`execute`], with `None` for a cancelled run.
-fn execute_runs(req: &RunRequest, driver_args: &[String], cancel: &AtomicBool) -> Result<Option<Vec<VlRun>>, String> {
+fn execute_runs(
+    req: &RunRequest,
+    driver_args: &[String],
+    memory_limit: Option<u64>,
+    cancel: &AtomicBool,
+) -> Result<Option<Vec<VlRun>>, String> {
     let dir = crate::cleanup::ScratchDir::new("scaletune-agent-")
         .map_err(|e| format!("cannot create a private directory: {e}"))?;
     let driver = dir.path().join("driver");
@@ -76,6 +87,9 @@ fn execute_runs(req: &RunRequest, driver_args: &[String], cancel: &AtomicBool) -
                 .env("PATH", "/usr/local/bin:/usr/bin:/bin")
                 .env("LC_ALL", "C")
                 .envs(req.protocol.thread_env());
+            if let Some(bytes) = memory_limit {
+                crate::process::limit_memory(&mut cmd, bytes);
+            }
             let raw = run_cancellable(cmd, timeout, cancel);
             let text_busy = matches!(&raw.ending, Ending::Failed(m) if m.contains("os error 26"));
             if !text_busy || attempt >= TEXT_BUSY_RETRIES {

@@ -124,6 +124,21 @@ pub struct AgentConfig {
     pub insecure_plain_http: bool,
     /// How long a stopping agent lets runs in flight finish before it kills them.
     pub drain_deadline: Duration,
+    /// The largest total size of a run's tensors (`--max-bytes`): a request
+    /// whose input alone is larger is refused, and each run's data segment
+    /// is bounded by [`run_memory_limit`] of it. `None`: no bound.
+    pub max_bytes: Option<u64>,
+}
+
+/// Memory a driver may allocate besides its tensors (timing buffers, the
+/// cache-flush buffer, the C runtime).
+const RUN_MEMORY_SLACK: u64 = 256 << 20;
+
+/// The data-segment bound of one run on an agent with `max_bytes`: the
+/// driver holds its tensors, a copy of the inputs and one of the first
+/// outputs (at most twice the tensors), plus [`RUN_MEMORY_SLACK`].
+pub fn run_memory_limit(max_bytes: u64) -> u64 {
+    max_bytes.saturating_mul(2).saturating_add(RUN_MEMORY_SLACK)
 }
 
 /// The default [`AgentConfig::drain_deadline`].
@@ -142,6 +157,7 @@ impl AgentConfig {
             tls: None,
             insecure_plain_http: false,
             drain_deadline: DEFAULT_DRAIN_DEADLINE,
+            max_bytes: None,
         }
     }
 

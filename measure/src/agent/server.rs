@@ -38,6 +38,8 @@ struct AgentState {
     /// Set when the drain deadline of a stopping agent has passed: no run starts any more.
     stopped: AtomicBool,
     drain_deadline: Duration,
+    /// [`super::AgentConfig::max_bytes`].
+    max_bytes: Option<u64>,
 }
 
 impl AgentState {
@@ -103,6 +105,7 @@ impl Agent {
             running: std::sync::Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
             drain_deadline: config.drain_deadline,
+            max_bytes: config.max_bytes,
         };
         Ok(Agent { state: Arc::new(state) })
     }
@@ -187,6 +190,12 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
         tracing::warn!("refused run {}: {}", loggable(&req.label), loggable(&why));
         return error(StatusCode::BAD_REQUEST, why);
     }
+    if let Some(max) = state.max_bytes.filter(|&m| req.input.len() as u64 > m) {
+        let why =
+            format!("the run's inputs take {} bytes; this agent runs at most {max} (--max-bytes)", req.input.len());
+        tracing::warn!("refused run {}: {why}", loggable(&req.label));
+        return error(StatusCode::BAD_REQUEST, why);
+    }
     let driver_args = match timing_args(&req.protocol) {
         Ok(a) => a,
         Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
@@ -216,10 +225,11 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
     // deadline closed the connection), the guard cancels the run: its child
     // is killed and the blocking task ends, releasing the slot.
     let guard = state.register();
+    let memory_limit = state.max_bytes.map(super::run_memory_limit);
     let cancel = Arc::clone(&guard.flag);
     let joined = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        exec::execute(&req, &driver_args, &cancel)
+        exec::execute(&req, &driver_args, memory_limit, &cancel)
     })
     .await;
     drop(guard);

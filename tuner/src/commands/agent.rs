@@ -63,6 +63,7 @@ pub fn run(args: &AgentArgs, rt: &Handle) -> anyhow::Result<()> {
     config.tls = args.tls_cert.clone().zip(args.tls_key.clone());
     config.insecure_plain_http = args.insecure_plain_http;
     config.drain_deadline = std::time::Duration::from_secs(args.drain_secs);
+    config.max_bytes = Some(crate::limits::max_bytes());
     rt.block_on(serve_until_signal(&config))?;
     Ok(())
 }

@@ -9,9 +9,7 @@ use scaletune_measure::{
     ArtifactCache, Candidate, Farm, LlvmBuilder, Measurement, NativeRunner, QemuRunner, Runner, Status, TimingProtocol,
     VlMeasurement,
 };
-use scaletune_space::schedule::ErrorKind;
 use scaletune_space::trace::Trace;
-use scaletune_space::trace::{TraceError, TraceErrorKind};
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -184,16 +182,11 @@ pub fn run(args: &MeasureArgs, rt: &Handle) -> anyhow::Result<MeasureOutcome> {
     let w = load_workload(&args.workload)?;
     let (t, kind, mut notes) = runner_target(&args.target, args.runner, &args.vl)?;
     let sched = args.schedule.as_deref().map(Schedule::from_file).transpose()?;
-    // A schedule beyond the size limits is bad input (exit 2); one that
-    // does not apply otherwise is the candidate's build error (exit 1).
-    if let Err(
-        e @ PipelineError::Schedule {
-            error: TraceError { kind: TraceErrorKind::Schedule(ErrorKind::Limit), .. }, ..
-        },
-    ) = crate::pipeline::check_schedule(&w, sched.as_ref(), &t)
-    {
-        return Err(e.into());
-    }
+    // A schedule given on the command line that does not apply (an unknown
+    // name, factors that do not fit, a size beyond the limits) is bad input:
+    // exit 2 before anything is built, as `check` does. Exit 1 is for a
+    // candidate that applies but fails to build, run or match.
+    crate::pipeline::check_schedule(&w, sched.as_ref(), &t)?;
     let trace = sched.map_or_else(Trace::default, |s| s.trace);
     if args.farm.is_some() && kind != RunnerKind::Remote {
         bail!("--farm lists remote agents; it needs --runner remote");
