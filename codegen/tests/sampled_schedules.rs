@@ -80,11 +80,12 @@ fn check(wi: usize, ti: usize, seed: u64) -> Result<(), TestCaseError> {
     // It computes the reference at every vscale of its vector kind among 1, 2, 4.
     interpret(&w, &s.nest, &text, seed)?;
     // A mutation changes decisions only, replays, and is still correct.
-    if let Some((m, _)) = scaletune_space::mutators::mutate(&s.trace, &nest, &mut rng) {
+    if let Some((m, scheduled, _)) = scaletune_space::mutators::mutate(&s.trace, &nest, &mut rng) {
         prop_assert_eq!(m.without_decisions(), s.trace.without_decisions());
         prop_assert!(m != s.trace);
         let mut mn = nest.clone();
         m.apply(&mut mn).map_err(|e| TestCaseError::fail(format!("mutant does not apply: {e}")))?;
+        prop_assert_eq!(mn.to_string(), scheduled.to_string());
         interpret(&w, &mn, &m.to_string(), seed)?;
     }
     // A structural move (another gather strategy, reuse, reduction strategy

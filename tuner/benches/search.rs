@@ -1,17 +1,20 @@
 //! Throughput of the search: candidates proposed (fresh samples or mutants of the best) and scored by a trained cost model, per second, for matmul 512^3 on `host`.
 //!
 //! `cargo bench -p scaletune --bench search`. Criterion reports elements
-//! per second: each iteration proposes and scores 256 candidates on every core.
+//! per second: each iteration proposes (as `tune` does: fresh samples, or
+//! mutants of 16 elites) and scores 256 new candidates on every core.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use scaletune::cost_model::{sample_features, CostModel, FeatureCache, Row};
+use scaletune::search::evolutionary::Evolutionary;
+use scaletune::search::fresh_samples;
 use scaletune::tune::task::Task;
 use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_space::design::{DesignSpace, Sample};
-use scaletune_space::mutators::mutate_sample;
 use scaletune_space::sample::task_rng;
 use scaletune_space::workload::load;
+use std::collections::HashSet;
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -44,22 +47,16 @@ fn bench(c: &mut Criterion) {
     let mut rng = task_rng(12, 0);
     g.bench_function("sample_and_score", |b| {
         b.iter(|| {
-            let pool: Vec<Sample> = (0..BATCH).filter_map(|_| task.space.sample(&mut rng).ok()).collect();
+            let pool = fresh_samples(&task, BATCH, 4 * BATCH, &mut HashSet::new(), &mut rng);
             black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()))
         })
     });
     let parents: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
     let mut rng = task_rng(13, 0);
+    let evolutionary = Evolutionary::default();
     g.bench_function("mutate_and_score", |b| {
         b.iter(|| {
-            let mut pool = Vec::with_capacity(BATCH);
-            let mut k = 0;
-            while pool.len() < BATCH {
-                if let Some((child, _)) = mutate_sample(&task.space, &parents[k % parents.len()], &mut rng) {
-                    pool.push(child);
-                }
-                k += 1;
-            }
+            let pool = evolutionary.breed(&task, &parents, BATCH, &mut HashSet::new(), &mut rng);
             black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()))
         })
     });

@@ -7,6 +7,7 @@
 //! vscale value.
 
 mod bounds;
+mod memo;
 mod parse;
 mod poly;
 mod print;

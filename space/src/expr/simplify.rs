@@ -1,9 +1,23 @@
 //! Canonicalization and proofs over every allowed vscale.
 
 use super::bounds::{poly_iv, RangeCtx};
+use super::memo::{cached, Table};
 use super::poly::{Atom, Mono, Poly};
 use super::Expr;
 use crate::ids::VarId;
+use std::cell::RefCell;
+
+thread_local! {
+    /// Results of [`simplify`].
+    static SIMPLIFIED: RefCell<Table<Expr>> = RefCell::default();
+    /// Polynomials of the expressions that proofs and [`linear_in`] look at.
+    static POLYS: RefCell<Table<Poly>> = RefCell::default();
+}
+
+/// [`to_poly`], remembered (see [`super::memo`]).
+fn poly_of(e: &Expr, ctx: &dyn RangeCtx) -> Poly {
+    cached(&POLYS, e, ctx, to_poly)
+}
 
 /// Structural conversion to a polynomial, without range reasoning:
 /// non-polynomial nodes become opaque atoms as they are.
@@ -23,6 +37,11 @@ pub(crate) fn to_poly_raw(e: &Expr) -> Poly {
 /// floordiv/floormod/min/max structure. The result is equal to `e` for every
 /// variable assignment within the context's ranges and every allowed vscale.
 pub fn simplify(e: &Expr, ctx: &dyn RangeCtx) -> Expr {
+    cached(&SIMPLIFIED, e, ctx, simplify_uncached)
+}
+
+/// [`simplify`], computed.
+fn simplify_uncached(e: &Expr, ctx: &dyn RangeCtx) -> Expr {
     let p = to_poly(e, ctx);
     if p.overflow {
         // A coefficient beyond 64 bits: keep the expression as written (its
@@ -179,13 +198,13 @@ fn divide(e: &Expr, pa: Poly, pb: Poly, ctx: &dyn RangeCtx) -> Poly {
 
 /// True if `a < b` for every value of the variables in range and every allowed vscale.
 pub fn prove_lt(a: &Expr, b: &Expr, ctx: &dyn RangeCtx) -> bool {
-    let d = to_poly(a, ctx).sub(&to_poly(b, ctx));
+    let d = poly_of(a, ctx).sub(&poly_of(b, ctx));
     all_ivs(&d, ctx).is_some_and(|ivs| ivs.iter().all(|iv| iv.1 < 0))
 }
 
 /// True if `a <= b` for every value of the variables in range and every allowed vscale.
 pub fn prove_le(a: &Expr, b: &Expr, ctx: &dyn RangeCtx) -> bool {
-    let d = to_poly(a, ctx).sub(&to_poly(b, ctx));
+    let d = poly_of(a, ctx).sub(&poly_of(b, ctx));
     all_ivs(&d, ctx).is_some_and(|ivs| ivs.iter().all(|iv| iv.1 <= 0))
 }
 
@@ -208,7 +227,7 @@ impl Linear {
 /// Splits `e` (after simplification) as `coeff * v + rest`; `None` if `v`
 /// occurs non-linearly (squared, inside floordiv/min/load, ...).
 pub fn linear_in(e: &Expr, v: VarId, ctx: &dyn RangeCtx) -> Option<Linear> {
-    let p = to_poly(e, ctx);
+    let p = poly_of(e, ctx);
     if p.overflow {
         return None;
     }

@@ -2,7 +2,7 @@
 
 use super::Mutator;
 use crate::ir::Nest;
-use crate::trace::{Inst, SArg, Trace, ValueRv};
+use crate::trace::{Bindings, Inst, SArg, Trace, ValueRv};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -43,7 +43,7 @@ impl Mutator for MutateCategorical {
             .collect()
     }
 
-    fn redecide(&self, trace: &Trace, i: usize, _nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Inst> {
+    fn redecide(&self, trace: &Trace, i: usize, _before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst> {
         redecide_categorical(&trace.insts[i], rng)
     }
 }
@@ -62,7 +62,7 @@ impl Mutator for MutateUnroll {
             .collect()
     }
 
-    fn redecide(&self, trace: &Trace, i: usize, _nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Inst> {
+    fn redecide(&self, trace: &Trace, i: usize, _before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst> {
         redecide_categorical(&trace.insts[i], rng)
     }
 }

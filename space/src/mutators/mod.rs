@@ -26,24 +26,36 @@ pub trait Mutator {
     /// The indices of instructions this mutator can change.
     fn candidates(&self, trace: &Trace) -> Vec<usize>;
 
-    /// A new decision for instruction `i` of `trace` (replayed on `nest` up
-    /// to that point), or `None` if there is no other choice.
-    fn redecide(&self, trace: &Trace, i: usize, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Inst>;
+    /// A new decision for instruction `i` of `trace`, given `before`, the
+    /// nest and bindings of the trace replayed up to that instruction; `None`
+    /// if there is no other choice.
+    fn redecide(&self, trace: &Trace, i: usize, before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst>;
 
-    /// A legal mutated trace, or `None`.
-    fn mutate(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Trace> {
+    /// A legal mutated trace and the nest it schedules (`nest` is the
+    /// unscheduled one), or `None`. The instructions before the changed one
+    /// are replayed once; only the rest is replayed for the mutant.
+    fn mutate(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest)> {
         let cands = self.candidates(trace);
         if cands.is_empty() {
             return None;
         }
+        let mut states: Vec<(usize, Option<(Nest, Bindings)>)> = Vec::new();
         for _ in 0..8 {
             let i = cands[rng.gen_range(0..cands.len())];
-            let Some(inst) = self.redecide(trace, i, nest, rng) else { continue };
+            let k = match states.iter().position(|(j, _)| *j == i) {
+                Some(k) => k,
+                None => {
+                    states.push((i, prefix_state(trace, i, nest)));
+                    states.len() - 1
+                }
+            };
+            let Some(before) = &states[k].1 else { continue };
+            let Some(inst) = self.redecide(trace, i, before, rng) else { continue };
             let mut t = trace.clone();
             t.insts[i] = inst;
-            let mut n = nest.clone();
-            if t.apply(&mut n).is_ok() {
-                return Some(t);
+            let (mut n, env) = before.clone();
+            if t.apply_from(i, &mut n, env).is_ok() {
+                return Some((t, n));
             }
         }
         None
@@ -60,8 +72,10 @@ pub fn registry() -> Vec<(Box<dyn Mutator>, f64)> {
     ]
 }
 
-/// Picks a mutator by weight and applies it (trying the others if it finds nothing).
-pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, &'static str)> {
+/// Picks a mutator by weight and applies it (trying the others if it finds
+/// nothing): the mutated trace, the nest it schedules (`nest` is the
+/// unscheduled one) and the mutator's name.
+pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest, &'static str)> {
     let reg = registry();
     let total: f64 = reg.iter().map(|(_, w)| w).sum();
     let mut x = rng.gen::<f64>() * total;
@@ -75,8 +89,8 @@ pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace
     }
     for k in 0..reg.len() {
         let (m, _) = &reg[(first + k) % reg.len()];
-        if let Some(t) = m.mutate(trace, nest, rng) {
-            return Some((t, m.name()));
+        if let Some((t, n)) = m.mutate(trace, nest, rng) {
+            return Some((t, n, m.name()));
         }
     }
     None
@@ -96,11 +110,8 @@ pub fn mutate_sample(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> O
             return Some((m, structure::NAME));
         }
     }
-    if let Some((trace, name)) = mutate(&s.trace, &space.nest, rng) {
-        let mut nest = space.nest.clone();
-        if trace.apply(&mut nest).is_ok() {
-            return Some((Sample { space_trace: s.space_trace, trace, nest, rejected: 0 }, name));
-        }
+    if let Some((trace, nest, name)) = mutate(&s.trace, &space.nest, rng) {
+        return Some((Sample { space_trace: s.space_trace, trace, nest, rejected: 0 }, name));
     }
     if !structural_first {
         if let Some(m) = mutate_structure(space, s, rng) {
@@ -138,11 +149,13 @@ mod tests {
         for _ in 0..30 {
             let s = space.sample(&mut rng).expect("samples");
             for (m, _) in registry() {
-                if let Some(t) = m.mutate(&s.trace, &nest, &mut rng) {
+                if let Some((t, scheduled)) = m.mutate(&s.trace, &nest, &mut rng) {
                     assert_eq!(t.without_decisions(), s.trace.without_decisions(), "{}", m.name());
                     assert_ne!(t, s.trace, "{}", m.name());
                     let mut n = nest.clone();
                     t.apply(&mut n).expect("a mutant replays");
+                    // Replaying only the instructions after the change gave the same nest.
+                    assert_eq!(n.to_string(), scheduled.to_string(), "{}", m.name());
                     worked.insert(m.name());
                 }
             }
@@ -194,6 +207,7 @@ mod tests {
             let (m, name) = mutate_sample(&space, &s, &mut rng).expect("a mutant");
             let mut n = space.nest.clone();
             m.trace.apply(&mut n).expect("replays");
+            assert_eq!(n.to_string(), m.nest.to_string(), "{name}");
             if name == "structure" {
                 assert_ne!(m.space_trace, s.space_trace);
             } else {

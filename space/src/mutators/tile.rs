@@ -1,10 +1,10 @@
 //! Mutating tile sizes: move a factor between levels, or flip a level
 //! between fixed and scalable.
 
-use super::{prefix_state, Mutator};
+use super::Mutator;
 use crate::ir::Nest;
 use crate::sample::{lanes_per_granule, TileChoice, TileDomain};
-use crate::trace::{Inst, TExpr, Trace};
+use crate::trace::{Bindings, Inst, TExpr, Trace};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -56,8 +56,8 @@ impl Mutator for MutateParallel {
         tilings(trace, true)
     }
 
-    fn redecide(&self, trace: &Trace, i: usize, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Inst> {
-        MutateTileSize.redecide(trace, i, nest, rng)
+    fn redecide(&self, trace: &Trace, i: usize, before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst> {
+        MutateTileSize.redecide(trace, i, before, rng)
     }
 }
 
@@ -70,7 +70,7 @@ impl Mutator for MutateTileSize {
         tilings(trace, false)
     }
 
-    fn redecide(&self, trace: &Trace, i: usize, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Inst> {
+    fn redecide(&self, trace: &Trace, i: usize, before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst> {
         let mut inst = trace.insts[i].clone();
         match &mut inst {
             Inst::SamplePerfectTile { decision: Some(d), max_innermost_factor, .. } => {
@@ -93,7 +93,7 @@ impl Mutator for MutateTileSize {
             }
             Inst::SampleScalableTile { loop_, n, decision: Some(d), max_innermost_vscale, .. }
             | Inst::SampleMixedTile { loop_, n, decision: Some(d), max_innermost_vscale, .. } => {
-                let (probe, env) = prefix_state(trace, i, nest)?;
+                let (probe, env) = before;
                 let l = env.loop_(*loop_)?;
                 let lanes = lanes_per_granule(&probe.caps, probe.widest_bits(l));
                 let (max_fixed, mixed) = match &trace.insts[i] {

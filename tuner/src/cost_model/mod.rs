@@ -11,6 +11,7 @@ mod gbdt;
 pub use gbdt::{CostModelError, Gbdt};
 
 use crate::tune::task::Task;
+use rayon::prelude::*;
 use scaletune_codegen::pipeline::lower_nest;
 use scaletune_space::design::Sample;
 use std::collections::HashMap;
@@ -110,24 +111,10 @@ impl FeatureCache {
         let mut pending: std::collections::HashSet<&str> = std::collections::HashSet::new();
         let todo: Vec<usize> =
             (0..keys.len()).filter(|&i| !self.known.contains_key(&keys[i]) && pending.insert(&keys[i])).collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(todo.len()).max(1);
-        let computed: Vec<Option<Arc<[f32]>>> = if threads == 1 {
-            todo.iter().map(|&i| sample_features(task, &samples[i]).map(Arc::from)).collect()
-        } else {
-            let chunk = todo.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = todo
-                    .chunks(chunk)
-                    .map(|part| {
-                        scope.spawn(move || {
-                            part.iter().map(|&i| sample_features(task, &samples[i]).map(Arc::from)).collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                // A panic while lowering is a bug that must surface, as it would on one thread.
-                handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-            })
-        };
+        // On the process's pool of threads, which live on, and with them
+        // each thread's memo of simplified expressions.
+        let computed: Vec<Option<Arc<[f32]>>> =
+            todo.par_iter().map(|&i| sample_features(task, &samples[i]).map(Arc::from)).collect();
         for (&i, f) in todo.iter().zip(computed) {
             self.known.insert(keys[i].clone(), f);
         }

@@ -14,7 +14,7 @@
 //!    what it has seen). Without a model, mutants and fresh samples at
 //!    random, three to one.
 
-use super::{fresh_samples, SearchStrategy};
+use super::{fresh_samples, new_samples, SearchStrategy};
 use crate::cost_model::{CostModel, FeatureCache};
 use crate::tune::task::Task;
 use rand::seq::SliceRandom;
@@ -50,8 +50,9 @@ fn biased_index(len: usize, rng: &mut ChaCha8Rng) -> usize {
 }
 
 impl Evolutionary {
-    /// Mutants of `frontier` that are new (added to `seen`).
-    fn breed(
+    /// Up to `count` mutants of `frontier` (parents picked with a bias to
+    /// the front) that are new (added to `seen`), bred on every core.
+    pub fn breed(
         &self,
         task: &Task,
         frontier: &[Sample],
@@ -59,20 +60,13 @@ impl Evolutionary {
         seen: &mut HashSet<String>,
         rng: &mut ChaCha8Rng,
     ) -> Vec<Sample> {
-        let mut out = Vec::new();
-        for _ in 0..count * 4 {
-            if out.len() >= count || frontier.is_empty() {
-                break;
-            }
-            let parent = &frontier[biased_index(frontier.len(), rng)];
-            let Some((child, _)) = mutate_sample(&task.space, parent, rng) else { continue };
-            let text = child.trace.to_string();
-            if task.measured.contains(&text) || !seen.insert(text) {
-                continue;
-            }
-            out.push(child);
+        if frontier.is_empty() {
+            return Vec::new();
         }
-        out
+        new_samples(task, count, count * 4, seen, rng, |r| {
+            let parent = &frontier[biased_index(frontier.len(), r)];
+            mutate_sample(&task.space, parent, r).map(|(child, _)| child)
+        })
     }
 }
 

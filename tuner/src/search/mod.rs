@@ -11,7 +11,9 @@ pub mod random;
 
 use crate::cost_model::CostModel;
 use crate::tune::task::Task;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use scaletune_space::design::Sample;
 use std::collections::HashSet;
 
@@ -63,17 +65,40 @@ pub fn fresh_samples(
     seen: &mut HashSet<String>,
     rng: &mut ChaCha8Rng,
 ) -> Vec<Sample> {
+    new_samples(task, n, attempts, seen, rng, |r| task.space.sample(r).ok())
+}
+
+/// Samples made by `make` that are new (neither measured nor in `seen`,
+/// which they are added to): at most `n`, calling `make` at most `attempts`
+/// times. The calls run on every core, each with an RNG of its own seeded
+/// from `rng` in call order, and their results are taken in that order: the
+/// outcome depends on `rng` alone, not on the number of cores.
+pub fn new_samples(
+    task: &Task,
+    n: usize,
+    attempts: usize,
+    seen: &mut HashSet<String>,
+    rng: &mut ChaCha8Rng,
+    make: impl Fn(&mut ChaCha8Rng) -> Option<Sample> + Sync,
+) -> Vec<Sample> {
     let mut out = Vec::new();
-    for _ in 0..attempts {
-        if out.len() >= n {
-            break;
+    let mut tried = 0;
+    while out.len() < n && tried < attempts {
+        let round = (n - out.len()).min(attempts - tried);
+        tried += round;
+        let seeds: Vec<u64> = (0..round).map(|_| rng.gen()).collect();
+        let made: Vec<Option<Sample>> =
+            seeds.par_iter().map(|&seed| make(&mut ChaCha8Rng::seed_from_u64(seed))).collect();
+        for s in made.into_iter().flatten() {
+            if out.len() >= n {
+                break;
+            }
+            let text = s.trace.to_string();
+            if task.measured.contains(&text) || !seen.insert(text) {
+                continue;
+            }
+            out.push(s);
         }
-        let Ok(s) = task.space.sample(rng) else { continue };
-        let text = s.trace.to_string();
-        if task.measured.contains(&text) || !seen.insert(text) {
-            continue;
-        }
-        out.push(s);
     }
     out
 }

@@ -1,0 +1,123 @@
+//! Memoized canonicalization: a result is reused for the same expression when the range context answers every question the first computation asked of it the same way.
+//!
+//! Schedule replay and lowering simplify the same index expressions over
+//! and over (every split or fuse rewrites every binding of a block, and a
+//! search replays thousands of traces that share most of their
+//! instructions). The simplifier is a pure function of the expression and
+//! of the context's answers (variable extents, integer tensor ranges, the
+//! vscale values), so each entry records the questions its computation
+//! asked and their answers, and a lookup asks them again: a hit is exactly
+//! the result a fresh computation would give, whatever the context.
+//!
+//! The tables are per thread (no locking) and bounded: a table that grows
+//! past [`MAX_ENTRIES`] expressions is emptied.
+
+use super::bounds::RangeCtx;
+use super::Expr;
+use crate::ids::{TensorId, VarId};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::thread::LocalKey;
+
+/// Distinct expressions a table holds before it is emptied.
+const MAX_ENTRIES: usize = 1 << 16;
+
+/// Results kept per expression (for different contexts); the oldest goes first.
+const MAX_PER_EXPR: usize = 8;
+
+/// The questions a computation asked of its context, with the answers.
+#[derive(Default)]
+struct Answers {
+    extents: Vec<(VarId, Option<Expr>)>,
+    ranges: Vec<(TensorId, Option<(i64, i64)>)>,
+}
+
+impl Answers {
+    /// True if `ctx` gives the same answers.
+    fn hold_in(&self, ctx: &dyn RangeCtx) -> bool {
+        self.extents.iter().all(|(v, x)| ctx.var_extent(*v) == *x)
+            && self.ranges.iter().all(|(t, r)| ctx.tensor_range(*t) == *r)
+    }
+}
+
+/// One remembered result and what it depended on.
+struct Entry<T> {
+    vscales: Vec<u32>,
+    answers: Answers,
+    value: T,
+}
+
+/// Results per expression; several when contexts differ.
+pub(super) struct Table<T>(FxHashMap<Expr, Vec<Entry<T>>>);
+
+impl<T> Default for Table<T> {
+    fn default() -> Table<T> {
+        Table(FxHashMap::default())
+    }
+}
+
+/// A context that forwards to another and records what was asked.
+struct Recorder<'a> {
+    inner: &'a dyn RangeCtx,
+    answers: RefCell<Answers>,
+}
+
+impl RangeCtx for Recorder<'_> {
+    fn var_extent(&self, v: VarId) -> Option<Expr> {
+        let x = self.inner.var_extent(v);
+        let mut a = self.answers.borrow_mut();
+        if !a.extents.iter().any(|(w, _)| *w == v) {
+            a.extents.push((v, x.clone()));
+        }
+        x
+    }
+    fn tensor_range(&self, t: TensorId) -> Option<(i64, i64)> {
+        let r = self.inner.tensor_range(t);
+        let mut a = self.answers.borrow_mut();
+        if !a.ranges.iter().any(|(u, _)| *u == t) {
+            a.ranges.push((t, r));
+        }
+        r
+    }
+    fn vscales(&self) -> &[u32] {
+        self.inner.vscales()
+    }
+}
+
+/// `compute(e, ctx)`, or the result remembered in `table` for `e` under the
+/// same answers from `ctx`. `compute` must depend on nothing but `e` and
+/// what it asks of the context it is given.
+pub(super) fn cached<T: Clone + 'static>(
+    table: &'static LocalKey<RefCell<Table<T>>>,
+    e: &Expr,
+    ctx: &dyn RangeCtx,
+    compute: impl FnOnce(&Expr, &dyn RangeCtx) -> T,
+) -> T {
+    // Leaves are cheaper to compute than to look up.
+    if matches!(e, Expr::Int(_) | Expr::Var(_) | Expr::VScale) {
+        return compute(e, ctx);
+    }
+    let found = table.with(|t| {
+        let t = t.borrow();
+        let entries = t.0.get(e)?;
+        entries.iter().find(|en| en.vscales == ctx.vscales() && en.answers.hold_in(ctx)).map(|en| en.value.clone())
+    });
+    if let Some(v) = found {
+        return v;
+    }
+    let recorder = Recorder { inner: ctx, answers: RefCell::new(Answers::default()) };
+    let value = compute(e, &recorder);
+    let entry = Entry { vscales: ctx.vscales().to_vec(), answers: recorder.answers.into_inner(), value: value.clone() };
+    table.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.0.len() >= MAX_ENTRIES {
+            t.0.clear();
+        }
+        let entries = t.0.entry(e.clone()).or_default();
+        if entries.len() >= MAX_PER_EXPR {
+            entries.remove(0);
+        }
+        entries.push(entry);
+    });
+    value
+}
