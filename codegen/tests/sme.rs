@@ -12,7 +12,7 @@ use scaletune_codegen::target::Target;
 use scaletune_space::data::make_args;
 use scaletune_space::reference::{compare, evaluate};
 use scaletune_space::trace::parse_trace;
-use scaletune_space::workload::{load, Role, Workload};
+use scaletune_space::workload::{load, Role, Workload, WorkloadSpec};
 use std::process::Command;
 
 /// The SME matmul trace with `rows x cols` lanes per micro-kernel (4 or 8 each: 1 or 2 tiles).
@@ -212,21 +212,48 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
     }
 }
 
-/// `matmul_f16`: f16 operands, converted to f32 in registers, accumulated in
-/// f32 ZA tiles (the f32 `fmopa`, not the widening f16 form).
+/// The widening forms: `matmul_f16` (f16 pairs into f32 tiles, widening
+/// `fmopa`) and `matmul_i8` (i8 quads into i32 tiles, `smopa`), with a K
+/// that is not a multiple of 2 or 4 (the last step's missing elements
+/// masked off), edge tiles and 1, 2 and 4 tiles, at several streaming VLs.
 #[test]
-fn f16_operands_are_converted_and_accumulated_in_f32_tiles() {
+fn widening_outer_products_match_the_reference_with_odd_k_and_edge_tiles() {
     let target = Target::load("sme").expect("sme target");
-    let w = load("matmul_f16:M=19,N=23,K=7").expect("workload");
-    for (rows, cols) in [(4, 4), (8, 8)] {
-        for vscale in [1, 2, 16] {
-            interpret_matches(&w, &target, &matmul_trace(rows, cols), vscale);
+    for w in [
+        "matmul_f16:M=19,N=23,K=7",
+        "matmul_f16:M=67,N=131,K=29",
+        "matmul_i8:M=67,N=131,K=29",
+        "matmul_i8:M=5,N=19,K=6",
+        "matmul_i8:M=16,N=16,K=8",
+    ] {
+        let w = load(w).expect("workload");
+        for (rows, cols) in LAYOUTS {
+            for vscale in [1, 2, 4, 16] {
+                interpret_matches(&w, &target, &matmul_trace(rows, cols), vscale);
+            }
         }
     }
-    let i8 = load("matmul_i8:M=5,N=19,K=4").expect("workload");
-    let t = parse_trace(&matmul_trace(4, 4)).expect("trace");
-    let e = schedule(&i8, Some(&t), &target, None).expect_err("i8 is refused").to_string();
-    assert!(e.contains("tensorize: block `C` must write f32"), "{e}");
+}
+
+/// A widening outer product without a reduction loop: one step of the
+/// pair (quad) is the operand, the others are zero.
+#[test]
+fn widening_outer_products_without_a_reduction_loop_match_the_reference() {
+    let target = Target::load("sme").expect("sme target");
+    for (x, z) in [("f16", "f32"), ("i8", "i32")] {
+        let to = z;
+        let text = format!(
+            "name = \"op_{x}\"\ncompute = [\"Z[a, c] = {to}(X[a]) * {to}(Y[c])\"]\n[params]\nM = 21\nN = 10\n\
+             [tensors]\nX = {{ dtype = \"{x}\", shape = [\"M\"] }}\nY = {{ dtype = \"{x}\", shape = [\"N\"] }}\n\
+             Z = {{ dtype = \"{z}\", shape = [\"M\", \"N\"], role = \"output\" }}\n"
+        );
+        let w = WorkloadSpec::parse(&text, "inline", "op").expect("spec").instantiate(&[]).expect("workload");
+        for (rows, cols) in LAYOUTS {
+            for vscale in [1, 4] {
+                interpret_matches(&w, &target, &outer_product_trace(rows, cols), vscale);
+            }
+        }
+    }
 }
 
 /// A reduction split around the micro-kernel: the tiles start from the

@@ -11,7 +11,8 @@
 
 use super::emit::{Emitter, NONAME};
 use super::LlvmError;
-use crate::vprog::{BufId, Lanes, Reg, Ty};
+use crate::vprog::{BufId, Elem, Lanes, Reg, Ty};
+use scaletune_space::DType;
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
 
@@ -60,7 +61,9 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `fmopa za<tile>.s, pa/m, pb/m, a, b`.
+    /// `fmopa za<tile>.s, pa/m, pb/m, a, b` on f32 vectors; on f16 vectors
+    /// the widening `fmopa` (`llvm.aarch64.sme.mopa.wide`), on i8 vectors
+    /// `smopa` (`llvm.aarch64.sme.smopa.wide`), both into 32-bit tiles.
     pub(crate) fn mopa(
         &self,
         tile: u8,
@@ -69,15 +72,22 @@ impl Emitter<'_> {
         a_mask: Option<Reg>,
         b_mask: Option<Reg>,
     ) -> Result<(), LlvmError> {
-        let vec_ty = self.t.ty(self.prog.ty(a));
-        let args = [
-            self.t.i32_const(i32::from(tile)),
-            self.za_pred(a_mask),
-            self.za_pred(b_mask),
-            self.load_reg(a),
-            self.load_reg(b),
-        ];
-        self.intrinsic("llvm.aarch64.sme.mopa", &[vec_ty], &args)?;
+        let ty = self.prog.ty(a);
+        let name = match ty.elem {
+            Elem::F32 => "llvm.aarch64.sme.mopa",
+            Elem::Data(DType::F16) => "llvm.aarch64.sme.mopa.wide",
+            Elem::Data(DType::I8) => "llvm.aarch64.sme.smopa.wide",
+            e => return Err(LlvmError::Internal(format!("outer product of {e} vectors"))),
+        };
+        let lanes = ty.lanes.ok_or_else(|| LlvmError::Internal("outer product of scalars".into()))?;
+        let pred = |m: Option<Reg>| match m {
+            Some(m) => self.load_reg(m),
+            // SAFETY: a scalable mask type of this context.
+            None => unsafe { LLVMConstAllOnes(self.t.ty(Ty::mask(lanes))) },
+        };
+        let args =
+            [self.t.i32_const(i32::from(tile)), pred(a_mask), pred(b_mask), self.load_reg(a), self.load_reg(b)];
+        self.intrinsic(name, &[self.t.ty(ty)], &args)?;
         Ok(())
     }
 }

@@ -14,14 +14,24 @@
 //! ```
 //!
 //! Rows and columns beyond the output's edge are masked (no scalar clean-up).
+//!
+//! The widening forms (f16 operands into f32 tiles, i8 into i32) take `g`
+//! reduction steps per outer product (`g` = 2 or 4): the reduction loop runs
+//! `ceildiv(K, g)` times, each operand is `g` contiguous loads of `L` lanes
+//! (steps `g*k .. g*k + g` of the reduction, a step beyond `K` masked off so
+//! it reads zeros) interleaved in registers (`zip`) into one vector of
+//! `g*L` narrow lanes, and each row and column mask is interleaved `g` times
+//! to match.
 
 use super::ctx::{Lowerer, Result, VecCtx};
-use crate::vprog::{Lanes, LoopHint, Reg, Stmt};
+use crate::vprog::{mopa_group, CmpOp, Const, Elem, Lanes, LoopHint, Op, Reg, Stmt};
 use scaletune_space::expr::Expr;
 use scaletune_space::ids::{LoopId, VarId};
 use scaletune_space::ir::{Nest, Pred};
 use scaletune_space::schedule::{OuterProduct, ZA_LANES_PER_VSCALE};
+use scaletune_space::expr::simplify;
 use scaletune_space::workload::{Access, UpdateOp};
+use scaletune_space::DType;
 use std::collections::HashSet;
 
 /// Tensorized loops whose ZA tiles start at zero (the reduction lies wholly
@@ -54,6 +64,16 @@ fn shift(e: &Expr, v: VarId, tiles: u32) -> Expr {
     }
     let by = Expr::vscale_times(i64::from(tiles * ZA_LANES_PER_VSCALE));
     e.substitute(&|x| (x == v).then(|| Expr::Var(v) + by.clone()))
+}
+
+/// One reduction step of a (widening) outer product.
+struct Step {
+    /// The reduction variable and the step's index over it (`g*k + q`);
+    /// `None` without a reduction loop.
+    at: Option<(VarId, Expr)>,
+    /// `None`: the step does not exist (its operand is zero); `Some(None)`:
+    /// it always exists; `Some(Some(c))`: it exists when `c` holds.
+    exists: Option<Option<Reg>>,
 }
 
 fn shift_preds(ps: &[Pred], v: VarId, tiles: u32) -> Vec<Pred> {
@@ -96,6 +116,13 @@ impl Lowerer {
             col_masks.push(self.lane_mask(&shift_preds(&op.col_preds, jv, c))?);
         }
         self.vec = None;
+        let g = mopa_group(op.input)
+            .ok_or_else(|| self.unsupported(format!("outer products of {} operands", op.input)))?;
+        // The masks of the outer products: each lane repeated for the `g` steps it holds.
+        let wide = |lw: &mut Lowerer, ms: &[Option<Reg>]| -> Vec<Option<Reg>> {
+            ms.iter().map(|m| m.map(|m| lw.repeat_lanes(&[m; 4][..g as usize]))).collect()
+        };
+        let (row_wide, col_wide) = (wide(self, &row_masks), wide(self, &col_masks));
         if self.za_zero_start.contains(&l) {
             for r in 0..op.row_tiles {
                 for c in 0..op.col_tiles {
@@ -105,14 +132,36 @@ impl Lowerer {
         } else {
             self.za_slices(op, &col_masks, false)?;
         }
-        let body = |lw: &mut Lowerer| -> Result<()> {
+        // Reduction step `q` of this outer product: its index (over the
+        // reduction variable, now counting groups of `g` steps), whether it
+        // exists (`None`: always).
+        let steps = |lw: &mut Lowerer, kv: Option<VarId>, ext: Option<&Expr>| -> Result<Vec<Step>> {
+            let mut out = Vec::new();
+            for q in 0..i64::from(g) {
+                let Some(kv) = kv else {
+                    out.push(Step { at: None, exists: (q == 0).then_some(None) });
+                    continue;
+                };
+                let at = Expr::Var(kv) * i64::from(g) + q;
+                let exists = match ext {
+                    Some(ext) if q > 0 && ext.as_int().is_none_or(|n| n % i64::from(g) != 0) => {
+                        let (i, n) = (lw.index(&at)?, lw.index(ext)?);
+                        Some(Some(lw.b.emit(Op::Cmp(CmpOp::Lt, i, n))))
+                    }
+                    _ => Some(None),
+                };
+                out.push(Step { at: Some((kv, at)), exists });
+            }
+            Ok(out)
+        };
+        let body = |lw: &mut Lowerer, steps: &[Step]| -> Result<()> {
             let mut a = Vec::new();
             for (r, m) in row_masks.iter().enumerate() {
-                a.push(lw.operand(op, &op.row_operand, iv, r as u32, *m)?);
+                a.push(lw.operand(op, &op.row_operand, iv, r as u32, *m, steps)?);
             }
             let mut b = Vec::new();
             for (c, m) in col_masks.iter().enumerate() {
-                b.push(lw.operand(op, &op.col_operand, jv, c as u32, *m)?);
+                b.push(lw.operand(op, &op.col_operand, jv, c as u32, *m, steps)?);
             }
             for r in 0..op.row_tiles {
                 for c in 0..op.col_tiles {
@@ -121,8 +170,8 @@ impl Lowerer {
                         tile: tile(r, c),
                         a: a[ri],
                         b: b[ci],
-                        a_mask: row_masks[ri],
-                        b_mask: col_masks[ci],
+                        a_mask: row_wide[ri],
+                        b_mask: col_wide[ci],
                     });
                 }
             }
@@ -131,31 +180,102 @@ impl Lowerer {
         match op.reduction {
             Some(k) => {
                 let kv = self.nest.loop_(k).var;
+                let ext = simplify(self.nest.extent(k), &self.nest);
                 let start = self.b.index(0);
-                let end = self.index(&self.nest.extent(k).clone())?;
+                let groups = if g == 1 { ext.clone() } else { ext.clone().ceildiv(Expr::Int(i64::from(g))) };
+                let end = self.index(&simplify(&groups, &self.nest))?;
                 let var = self.b.begin_loop();
                 self.vars.insert(kv, var);
-                body(self)?;
+                let st = steps(self, Some(kv), Some(&ext))?;
+                body(self, &st)?;
                 self.vars.remove(&kv);
                 self.b.end_loop(var, start, end, LoopHint::None);
             }
-            None => body(self)?,
+            None => {
+                let st = steps(self, None, None)?;
+                body(self, &st)?
+            }
         }
         self.za_slices(op, &col_masks, true)
     }
 
-    /// One streaming vector of an operand: tile `t` along `v`, masked.
-    fn operand(&mut self, op: &OuterProduct, a: &Access, v: VarId, t: u32, mask: Option<Reg>) -> Result<Reg> {
-        let bound: Vec<Expr> = a.indices.iter().map(|e| shift(&self.nest.bind(op.block, e), v, t)).collect();
-        self.vec = Some(VecCtx { var: v, lanes: Lanes::scalable(ZA_LANES_PER_VSCALE), full: false });
-        let r = self.read(a.tensor, &bound, mask);
-        self.vec = None;
-        // f16 operands are converted to f32 in registers.
-        let r = r?;
-        Ok(match self.b.ty(r).elem {
-            crate::vprog::Elem::F32 => r,
-            _ => self.b.emit(crate::vprog::Op::Cast(r, crate::vprog::Elem::F32)),
-        })
+    /// One outer-product operand: tile `t` along `v`, masked; with several
+    /// reduction steps, one load per step interleaved into one vector.
+    fn operand(
+        &mut self,
+        op: &OuterProduct,
+        a: &Access,
+        v: VarId,
+        t: u32,
+        mask: Option<Reg>,
+        steps: &[Step],
+    ) -> Result<Reg> {
+        let lanes = Lanes::scalable(ZA_LANES_PER_VSCALE);
+        let mut loads = Vec::new();
+        for s in steps {
+            let r = match (&s.exists, &s.at) {
+                (None, _) => {
+                    let zero = self.b.emit(Op::Const(match op.input {
+                        DType::I8 => Const::Int(0, Elem::Data(DType::I8)),
+                        d => Const::Float(0.0, d),
+                    }));
+                    self.b.emit(Op::Splat(zero, lanes))
+                }
+                (Some(exists), at) => {
+                    let bound: Vec<Expr> = a
+                        .indices
+                        .iter()
+                        .map(|e| {
+                            let e = shift(&self.nest.bind(op.block, e), v, t);
+                            match at {
+                                Some((kv, at)) if steps.len() > 1 => {
+                                    e.substitute(&|x| (x == *kv).then(|| at.clone()))
+                                }
+                                _ => e,
+                            }
+                        })
+                        .collect();
+                    let m = match exists {
+                        None => mask,
+                        Some(c) => {
+                            let on = match mask {
+                                Some(m) => m,
+                                None => {
+                                    let t = self.b.bool(true);
+                                    self.b.emit(Op::Splat(t, lanes))
+                                }
+                            };
+                            let f = self.b.bool(false);
+                            let off = self.b.emit(Op::Splat(f, lanes));
+                            Some(self.b.emit(Op::Select(*c, on, off)))
+                        }
+                    };
+                    self.vec = Some(VecCtx { var: v, lanes, full: false });
+                    let r = self.read(a.tensor, &bound, m);
+                    self.vec = None;
+                    r?
+                }
+            };
+            loads.push(r);
+        }
+        Ok(self.repeat_lanes(&loads))
+    }
+
+    /// `vs` interleaved lane by lane (`vs[0][0], vs[1][0], .., vs[0][1], ..`):
+    /// one vector for 1, two interleaves for 2, three for 4.
+    fn repeat_lanes(&mut self, vs: &[Reg]) -> Reg {
+        match vs {
+            [a] => *a,
+            [a, b] => self.b.emit(Op::Interleave(*a, *b)),
+            _ => {
+                let half = vs.len() / 2;
+                let evens: Vec<Reg> = vs.iter().step_by(2).copied().collect();
+                let odds: Vec<Reg> = vs.iter().skip(1).step_by(2).copied().collect();
+                debug_assert_eq!(evens.len(), half);
+                let (e, o) = (self.repeat_lanes(&evens), self.repeat_lanes(&odds));
+                self.b.emit(Op::Interleave(e, o))
+            }
+        }
     }
 
     /// Loads (`store == false`) or stores every existing row of every tile

@@ -16,7 +16,7 @@ impl Op {
             Op::Copy(a) | Op::Un(_, a) | Op::Cast(a, _) | Op::Bitcast(a, _) | Op::Splat(a, _) | Op::Reduce(_, a) => {
                 vec![a]
             }
-            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) => vec![a, b],
+            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) | Op::Interleave(a, b) => vec![a, b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![a, b, c],
             Op::ActiveLaneMask { base, bound, .. } => vec![base, bound],
             Op::Load { index, .. } => vec![index],

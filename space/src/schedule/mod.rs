@@ -14,7 +14,7 @@ mod region;
 mod reorder;
 mod split;
 mod tensorize;
-pub(crate) use tensorize::f32_read;
+pub(crate) use tensorize::mopa_operands;
 pub use tensorize::{OuterProduct, TENSORIZE_KEY, ZA_FMOPA, ZA_LANES_PER_VSCALE};
 mod vectors;
 

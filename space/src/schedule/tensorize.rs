@@ -8,7 +8,10 @@
 //! `R, C` are 1 or 2: one ZA tile per `L x L` block of the output, at most
 //! four (`za0.s`..`za3.s`). `X` must be contiguous along `i` (pack it
 //! transposed with `cache_read(.., layout=[1, 0])`) and `Y` along `j`;
-//! predicates that do not fill a tile become lane masks.
+//! predicates that do not fill a tile become lane masks. The reads are f32
+//! into an f32 output (`fmopa`), f16 converted to f32 into an f32 output
+//! (the widening `fmopa`, two reduction steps per outer product) or i8
+//! converted to i32 into an i32 output (`smopa`, four reduction steps).
 
 use super::{ErrorKind, Result, ScheduleError};
 use crate::expr::{linear_in, simplify, Expr};
@@ -44,6 +47,9 @@ pub struct OuterProduct {
     pub row_tiles: u32,
     /// ZA tiles across the columns (1 or 2).
     pub col_tiles: u32,
+    /// The element type of both operands: f32, f16 (widening `fmopa` into
+    /// f32 tiles) or i8 (`smopa` into i32 tiles).
+    pub input: DType,
     /// The operand contiguous along the rows (`X`), as written in the block.
     pub row_operand: Access,
     /// The operand contiguous along the columns (`Y`).
@@ -130,15 +136,13 @@ impl Nest {
                 ))
             }
         }
-        if self.tensor(blk.lhs.tensor).dtype != DType::F32 {
-            return Err(err(ErrorKind::Structure, format!("block `{}` must write f32", blk.name)));
+        let out_dtype = self.tensor(blk.lhs.tensor).dtype;
+        if !matches!(out_dtype, DType::F32 | DType::I32) {
+            return Err(err(ErrorKind::Structure, format!("block `{}` must write f32 or i32", blk.name)));
         }
-        let (x, y) = match &blk.rhs {
-            Value::Bin(BinOp::Mul, x, y) => match (f32_read(x), f32_read(y)) {
-                (Some(x), Some(y)) => (x.clone(), y.clone()),
-                _ => return Err(self.value_error(block)),
-            },
-            _ => return Err(self.value_error(block)),
+        let (x, y, input) = match mopa_operands(&blk.rhs, out_dtype) {
+            Some((x, y, input)) => (x.clone(), y.clone(), input),
+            None => return Err(self.value_error(block)),
         };
         let row_tiles = self.tiles_of(rows)?;
         let col_tiles = self.tiles_of(cols)?;
@@ -221,6 +225,7 @@ impl Nest {
             block,
             row_tiles,
             col_tiles,
+            input,
             row_operand,
             col_operand,
             row_preds,
@@ -259,20 +264,43 @@ impl Nest {
         err(
             ErrorKind::Structure,
             format!(
-                "block `{}` must compute the product of two f32 (or f16 converted to f32) tensor reads",
+                "block `{}` must compute the product of two tensor reads of one type: f32, f16 converted to f32 \
+                 (into f32), or i8 converted to i32 (into i32)",
                 self.block(b).name
             ),
         )
     }
 }
 
-/// The access of an f32 read, or of an f16 read converted to f32
-/// (converted in registers before the f32 outer product).
-pub(crate) fn f32_read(v: &Value) -> Option<&Access> {
+/// The two reads of a product `X * Y` that an outer product into a tile of
+/// `out` elements computes, and their element type: f32 reads into f32,
+/// f16 reads converted to f32 into f32, i8 reads converted to i32 into i32.
+pub(crate) fn mopa_operands(v: &Value, out: DType) -> Option<(&Access, &Access, DType)> {
+    let read = |v: &'_ Value| -> Option<(DType, DType)> {
+        match v {
+            Value::Read(_, DType::F32) => Some((DType::F32, DType::F32)),
+            Value::Cast(to, inner) => match &**inner {
+                Value::Read(_, from) => Some((*from, *to)),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let Value::Bin(BinOp::Mul, x, y) = v else { return None };
+    let (tx, ty) = (read(x)?, read(y)?);
+    let fits = matches!(tx, (DType::F32, DType::F32) | (DType::F16, DType::F32) | (DType::I8, DType::I32));
+    if tx != ty || !fits || tx.1 != out {
+        return None;
+    }
+    Some((inner_read(x)?, inner_read(y)?, tx.0))
+}
+
+/// The access of a read, or of a converted read.
+fn inner_read(v: &Value) -> Option<&Access> {
     match v {
-        Value::Read(a, DType::F32) => Some(a),
-        Value::Cast(DType::F32, inner) => match &**inner {
-            Value::Read(a, DType::F16) => Some(a),
+        Value::Read(a, _) => Some(a),
+        Value::Cast(_, inner) => match &**inner {
+            Value::Read(a, _) => Some(a),
             _ => None,
         },
         _ => None,

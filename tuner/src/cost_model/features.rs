@@ -197,6 +197,10 @@ impl Walk<'_> {
                 self.c.lane_masks += w;
                 None
             }
+            Op::Interleave(..) => {
+                self.c.vector_ops += w;
+                None
+            }
             Op::Bitcast(..) | Op::Splat(..) | Op::Step(..) | Op::Extract(..) | Op::Const(_) => None,
         };
         match value {
