@@ -168,6 +168,14 @@ fn tensorize_refuses_nests_that_za_tiles_cannot_hold_naming_the_reason() {
     assert!(err(&parallel).contains("contains the SME micro-kernel `k`"), "{}", err(&parallel));
     let intrin = matmul_trace(4, 4).replace("za_fmopa", "amx");
     assert!(err(&intrin).contains("unknown tensor intrinsic `amx`"), "{}", err(&intrin));
+    // Operands of two types have no outer-product instruction.
+    let text = "name = \"mixed\"\ncompute = [\"C[i, j] += f32(A[i, k]) * B[k, j]\"]\n[params]\nM = 16\nN = 16\nK = 4\n\
+                [tensors]\nA = { dtype = \"f16\", shape = [\"M\", \"K\"] }\nB = { dtype = \"f32\", shape = [\"K\", \"N\"] }\n\
+                C = { dtype = \"f32\", shape = [\"M\", \"N\"], role = \"output\" }\n";
+    let mixed = WorkloadSpec::parse(text, "inline", "mixed").expect("spec").instantiate(&[]).expect("workload");
+    let t = parse_trace(&matmul_trace(4, 4)).expect("trace parses");
+    let e = schedule(&mixed, Some(&t), &target, None).expect_err("refused").to_string();
+    assert!(e.contains("product of two tensor reads of one type"), "{e}");
 }
 
 /// The design space on SME targets: outer-product workloads get an SME
@@ -186,6 +194,8 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
             ("matmul_bt:M=9,N=21,K=5", true),
             ("batch_matmul:BS=2,M=7,N=18,K=3", true),
             ("outer_product:M=13,N=6", true),
+            ("matmul_f16:M=9,N=21,K=5", true),
+            ("matmul_i8:M=9,N=21,K=7", true),
             ("softmax_rows:M=3,N=21", false),
             ("scale_add:N=37", false),
         ] {

@@ -159,6 +159,29 @@ fn sme_schedules_with_1_2_and_4_tiles_pass_check_on_sme_and_apple_m4() {
     }
 }
 
+/// `matmul:M=512,N=512,K=512` with 1, 2 and 4 ZA tiles per micro-kernel
+/// passes `check` under QEMU on `sme` at the smallest, a middle and the
+/// largest streaming VL, and on `apple-m4` (512 bits).
+#[test]
+fn sme_matmul_512_cubed_passes_check_with_1_2_and_4_tiles() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let mm = matmul
+            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
+            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"));
+        let f = dir.path().join(format!("mm_{rows}x{cols}.trace"));
+        std::fs::write(&f, mm).expect("write");
+        let f = f.display().to_string();
+        let t = check_ok("matmul:M=512,N=512,K=512", "sme", &f, Some("128,512,2048"));
+        for vl in [128, 512, 2048] {
+            assert!(t.contains(&format!("VL {vl:>4}: ok")), "sme {rows}x{cols}: {t}");
+        }
+        let t = check_ok("matmul:M=512,N=512,K=512", "apple-m4", &f, None);
+        assert!(t.contains("VL  512: ok"), "apple-m4 {rows}x{cols}: {t}");
+    }
+}
+
 /// True if this QEMU computes the 32-bit `smopa` right. QEMU before the
 /// upstream fix "target/arm: Fix 32-bit SMOPA" (QEMU issue 2083, 2024; not
 /// in Debian 12's 7.2) writes only the first half of the tile's rows and
