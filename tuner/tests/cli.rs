@@ -182,6 +182,35 @@ fn sme_matmul_512_cubed_passes_check_with_1_2_and_4_tiles() {
     }
 }
 
+/// conv2d_nhwc through the im2col-style pack (`configs/schedules/conv2d_nhwc_sme.trace`)
+/// with 1, 2 and 4 ZA tiles passes `check` at every streaming VL of `sme`
+/// and on `apple-m4`, with edge tiles (7 output columns, 13 filters).
+#[test]
+fn sme_conv2d_nhwc_passes_check_with_1_2_and_4_tiles() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conv = std::fs::read_to_string(common::root().join(sched("conv2d_nhwc_sme"))).expect("trace");
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let t = conv
+            .replace("split(ow, factors=[None, 4*vscale])", &format!("split(ow, factors=[None, {rows}*vscale])"))
+            .replace("split(f, factors=[None, 4*vscale])", &format!("split(f, factors=[None, {cols}*vscale])"));
+        let f = dir.path().join(format!("conv_{rows}x{cols}.trace"));
+        std::fs::write(&f, t).expect("write");
+        let f = f.display().to_string();
+        for target in ["sme", "apple-m4"] {
+            let w = "conv2d_nhwc:N=2,H=6,WI=9,C=5,F=13";
+            let t = check_ok(w, target, &f, None);
+            let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
+            for vl in vls {
+                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
+            }
+            let a = asm(w, target, &f);
+            for needle in ["smstart\tsm", "fmopa\tza", "st1w\t{za"] {
+                assert!(a.contains(needle), "{target}: no `{needle}`");
+            }
+        }
+    }
+}
+
 /// True if this QEMU computes the 32-bit `smopa` right. QEMU before the
 /// upstream fix "target/arm: Fix 32-bit SMOPA" (QEMU issue 2083, 2024; not
 /// in Debian 12's 7.2) writes only the first half of the tile's rows and

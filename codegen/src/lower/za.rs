@@ -45,9 +45,14 @@ pub(crate) fn zero_started(nest: &mut Nest) -> HashSet<LoopId> {
         }
         let Ok(op) = nest.outer_product(l) else { continue };
         let blk = nest.block(op.block);
-        let zero = match op.reduction {
-            None => blk.op == UpdateOp::Assign,
-            Some(k) => blk.init && nest.reduction_loop_vars(op.block) == [nest.loop_(k).var],
+        let zero = if op.reductions.is_empty() {
+            blk.op == UpdateOp::Assign
+        } else {
+            let mut inside: Vec<VarId> = op.reductions.iter().map(|k| nest.loop_(*k).var).collect();
+            let mut all = nest.reduction_loop_vars(op.block);
+            inside.sort();
+            all.sort();
+            blk.init && inside == all
         };
         if zero {
             nest.block_mut(op.block).init = false;
@@ -177,24 +182,30 @@ impl Lowerer {
             }
             Ok(())
         };
-        match op.reduction {
-            Some(k) => {
-                let kv = self.nest.loop_(k).var;
-                let ext = simplify(self.nest.extent(k), &self.nest);
-                let start = self.b.index(0);
-                let groups = if g == 1 { ext.clone() } else { ext.clone().ceildiv(Expr::Int(i64::from(g))) };
-                let end = self.index(&simplify(&groups, &self.nest))?;
-                let var = self.b.begin_loop();
-                self.vars.insert(kv, var);
-                let st = steps(self, Some(kv), Some(&ext))?;
-                body(self, &st)?;
-                self.vars.remove(&kv);
-                self.b.end_loop(var, start, end, LoopHint::None);
+        // The reduction loops, outermost first; the innermost counts groups of `g` steps.
+        let mut open = Vec::new();
+        for (d, &k) in op.reductions.iter().enumerate() {
+            let kv = self.nest.loop_(k).var;
+            let ext = simplify(self.nest.extent(k), &self.nest);
+            let innermost = d + 1 == op.reductions.len();
+            let groups = if g == 1 || !innermost { ext.clone() } else { ext.clone().ceildiv(Expr::Int(i64::from(g))) };
+            let start = self.b.index(0);
+            let end = self.index(&simplify(&groups, &self.nest))?;
+            let var = self.b.begin_loop();
+            self.vars.insert(kv, var);
+            open.push((kv, ext, var, start, end));
+        }
+        let st = match open.last() {
+            Some((kv, ext, ..)) => {
+                let (kv, ext) = (*kv, ext.clone());
+                steps(self, Some(kv), Some(&ext))?
             }
-            None => {
-                let st = steps(self, None, None)?;
-                body(self, &st)?
-            }
+            None => steps(self, None, None)?,
+        };
+        body(self, &st)?;
+        while let Some((kv, _, var, start, end)) = open.pop() {
+            self.vars.remove(&kv);
+            self.b.end_loop(var, start, end, LoopHint::None);
         }
         self.za_slices(op, &col_masks, true)
     }

@@ -14,10 +14,13 @@ const MAX_TILES_PER_AXIS: i64 = 2;
 /// On SME streaming code, for a block `C[.., i, j] (+)= X * Y`: `i` and `j`
 /// split by a sampled 1 or 2 ZA tiles each (`sample_scalable_tile`, an
 /// innermost factor of `m*4*vscale` f32 lanes: 1, 2 or 4 tiles per
-/// micro-kernel), the reduction moved between the tile loops and the
+/// micro-kernel), the reduction loops (several for a convolution: filter
+/// rows, filter columns, channels) moved between the tile loops and the
 /// micro-kernel, each operand that is not contiguous along its axis packed
-/// with that axis last (`cache_read` at the row-tile loop: `A` transposed),
-/// and the micro-kernel tensorized.
+/// with that axis last (`cache_read` at the row-tile loop: `A` transposed;
+/// for `conv2d_nhwc` the input patch a row tile reads, channels before
+/// columns, im2col style: each filter tap reads a shifted window of it), and
+/// the micro-kernel tensorized.
 pub struct SmeTensorize;
 
 impl BlockRule for SmeTensorize {
@@ -40,11 +43,11 @@ impl BlockRule for SmeTensorize {
         let axes = axis_loops(&s.probe, bid, &own);
         let axis = |k: usize| axes.iter().find(|a| a.iter == k).map(|a| a.rv);
         let (row_rv, col_rv) = (axis(rows)?, axis(cols)?);
-        let red = axes.iter().find(|a| a.kind == AxisKind::Reduce).map(|a| a.rv);
+        let red: Vec<LoopRv> = axes.iter().filter(|a| a.kind == AxisKind::Reduce).map(|a| a.rv).collect();
         let [r0, r1] = tiles(&mut s, row_rv)?;
         let [c0, c1] = tiles(&mut s, col_rv)?;
         let mut order = vec![r0, c0];
-        order.extend(red);
+        order.extend(red.iter().copied());
         order.extend([r1, c1]);
         if !s.push(Inst::Reorder { loops: order }) {
             return None;
@@ -60,7 +63,7 @@ impl BlockRule for SmeTensorize {
                 return None;
             }
         }
-        let kernel = red.unwrap_or(r1);
+        let kernel = red.first().copied().unwrap_or(r1);
         if !s.push(Inst::Tensorize { loop_: kernel, intrin: ZA_FMOPA.to_string() }) {
             return None;
         }

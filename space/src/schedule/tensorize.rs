@@ -1,7 +1,8 @@
 //! `tensorize`: an outer-product loop nest as SME outer products accumulated in ZA tiles.
 //!
 //! The micro-kernel is a loop `k` (the reduction; absent for a plain outer
-//! product) whose only child is a loop `i` of rows, whose only child is a
+//! product; several nested reduction loops are one reduction, as the filter
+//! taps and channels of a convolution) whose only child is a loop `i` of rows, whose only child is a
 //! loop `j` of columns, whose only child is one block `C[.., i, j] (+)= X[..i..] * Y[..j..]`.
 //! `i` and `j` have extents `R * L` and `C * L` where `L = 4*vscale` is the
 //! number of f32 lanes of a streaming vector (one ZA tile is `L x L`) and
@@ -35,8 +36,11 @@ pub const ZA_LANES_PER_VSCALE: u32 = 4;
 /// A tensorized micro-kernel, as lowering needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OuterProduct {
-    /// The reduction loop (`k`), if any.
-    pub reduction: Option<LoopId>,
+    /// The reduction loops (`k`), outermost first: none for a plain outer
+    /// product, several when each is the only child of the one before (the
+    /// filter taps and channels of a convolution); the tiles accumulate
+    /// over all of them.
+    pub reductions: Vec<LoopId>,
     /// The loop of rows (`i`).
     pub rows: LoopId,
     /// The loop of columns (`j`).
@@ -93,17 +97,17 @@ impl Nest {
             [Node::Block(b)] => Some(*b),
             _ => None,
         };
-        let (reduction, rows, cols, block) = match only_loop(l) {
-            Some(r) => match (only_loop(r), only_block(r)) {
-                (Some(c), _) => match only_block(c) {
-                    Some(b) => (Some(l), r, c, b),
-                    None => return Err(self.shape_error(l)),
-                },
-                (None, Some(b)) => (None, l, r, b),
-                _ => return Err(self.shape_error(l)),
-            },
-            None => return Err(self.shape_error(l)),
+        // `l`, then every loop that is the only child of the one before.
+        let mut chain = vec![l];
+        while let Some(c) = only_loop(*chain.last().expect("non-empty")) {
+            chain.push(c);
+        }
+        let block = match (chain.len(), only_block(*chain.last().expect("non-empty"))) {
+            (2.., Some(b)) => b,
+            _ => return Err(self.shape_error(l)),
         };
+        let (rows, cols) = (chain[chain.len() - 2], chain[chain.len() - 1]);
+        let reductions = chain[..chain.len() - 2].to_vec();
         if let Some(p) = self.ancestors(Node::Loop(l)).into_iter().find(|a| self.loop_(*a).kind == LoopKind::Parallel) {
             return Err(err(
                 ErrorKind::LoopKind,
@@ -114,7 +118,7 @@ impl Nest {
                 ),
             ));
         }
-        for x in [Some(rows), Some(cols), reduction].into_iter().flatten() {
+        for x in [rows, cols].into_iter().chain(reductions.iter().copied()) {
             if self.loop_(x).kind != LoopKind::Serial {
                 return Err(err(
                     ErrorKind::LoopKind,
@@ -127,8 +131,8 @@ impl Nest {
             }
         }
         let blk = self.block(block);
-        match (blk.op, reduction) {
-            (UpdateOp::Add, _) | (UpdateOp::Assign, None) => {}
+        match (blk.op, reductions.is_empty()) {
+            (UpdateOp::Add, _) | (UpdateOp::Assign, true) => {}
             _ => {
                 return Err(err(
                     ErrorKind::Structure,
@@ -147,7 +151,7 @@ impl Nest {
         let row_tiles = self.tiles_of(rows)?;
         let col_tiles = self.tiles_of(cols)?;
         let (iv, jv) = (self.loop_(rows).var, self.loop_(cols).var);
-        let kv = reduction.map(|k| self.loop_(k).var);
+        let kvs: Vec<VarId> = reductions.iter().map(|k| self.loop_(*k).var).collect();
         let flat = |a: &Access| {
             let bound: Vec<Expr> = a.indices.iter().map(|e| self.bind(block, e)).collect();
             self.flat_index(a.tensor, &bound)
@@ -183,7 +187,7 @@ impl Nest {
             }
         }
         let fo = flat(&blk.lhs);
-        if !unit(&fo, jv) || linear_in(&fo, iv, self).is_none() || kv.is_some_and(|k| fo.uses_var(k)) {
+        if !unit(&fo, jv) || linear_in(&fo, iv, self).is_none() || kvs.iter().any(|k| fo.uses_var(*k)) {
             return Err(err(
                 ErrorKind::Structure,
                 format!(
@@ -196,7 +200,7 @@ impl Nest {
         let (mut row_preds, mut col_preds, mut outer_preds) = (Vec::new(), Vec::new(), Vec::new());
         for p in &blk.predicates {
             let uses = |v: VarId| p.lhs.uses_var(v) || p.rhs.uses_var(v);
-            let bad = kv.is_some_and(uses)
+            let bad = kvs.iter().any(|k| uses(*k))
                 || (uses(iv) && uses(jv))
                 || p.rhs.uses_var(iv)
                 || p.rhs.uses_var(jv)
@@ -219,7 +223,7 @@ impl Nest {
             }
         }
         Ok(OuterProduct {
-            reduction,
+            reductions,
             rows,
             cols,
             block,
@@ -254,7 +258,7 @@ impl Nest {
         err(
             ErrorKind::Structure,
             format!(
-                "loop `{}` must hold exactly a loop of rows holding a loop of columns holding one block (after an optional reduction loop)",
+                "loop `{}` must hold exactly a loop of rows holding a loop of columns holding one block (after optional reduction loops, each the only child of the one before)",
                 self.loop_name(l)
             ),
         )
