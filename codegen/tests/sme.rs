@@ -187,6 +187,7 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
     use scaletune_codegen::pipeline::initial_nest;
     use scaletune_space::design::DesignSpace;
     use scaletune_space::sample::task_rng;
+    let mut vread = false;
     for target_name in ["sme", "apple-m4"] {
         let target = Target::load(target_name).expect("target");
         for (w, offered) in [
@@ -215,6 +216,7 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
                     let (t, _) = space.traces[k].trace.sample(&mut n, &mut rng).unwrap_or_else(|e| panic!("{e}"));
                     let text = t.to_string();
                     assert!(text.contains("tensorize(") && text.contains("use_vectors(\"sme\")"), "{text}");
+                    vread |= text.contains("za_fmopa_vread");
                     for vscale in n.caps.vscale_values.iter().copied().filter(|v| [1, 4, 16].contains(v)) {
                         interpret_matches(&w, &target, &text, vscale);
                     }
@@ -222,6 +224,7 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
             }
         }
     }
+    assert!(vread, "no sample read the row operand through ZA");
 }
 
 /// The widening forms: `matmul_f16` (f16 pairs into f32 tiles, widening
@@ -296,6 +299,46 @@ fn tensorized_convolutions_match_the_reference_at_every_streaming_vl() {
             }
         }
     }
+}
+
+/// The matmul trace with `A` read through ZA vertical slices instead of the transposing pack.
+fn vread_trace(rows: u32, cols: u32) -> String {
+    matmul_trace(rows, cols)
+        .replace("a = cache_read(b, \"A\", at=i0, layout=[1, 0])\n", "")
+        .replace("za_fmopa", "za_fmopa_vread")
+}
+
+/// `za_fmopa_vread`: rows of `A` loaded into a spare ZA tile and read out
+/// as vertical slices, with edge tiles, K below, at and above a chunk of
+/// `L` steps, and 1, 2 (either way) tiles, at every streaming VL; what it refuses.
+#[test]
+fn rows_read_through_za_vertical_slices_match_the_reference() {
+    let target = Target::load("sme").expect("sme target");
+    for w in ["matmul:M=67,N=131,K=29", "matmul:M=3,N=5,K=2", "matmul:M=32,N=16,K=4", "matmul:M=9,N=40,K=64"] {
+        let w = load(w).expect("workload");
+        for (rows, cols) in [(4, 4), (4, 8), (8, 4)] {
+            for vscale in [1, 2, 4, 16] {
+                interpret_matches(&w, &target, &vread_trace(rows, cols), vscale);
+            }
+        }
+    }
+    let bt = load("matmul_bt:M=13,N=21,K=7").expect("workload");
+    let bt_trace = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                    i0, i1 = split(i, factors=[None, 4*vscale])\nj0, j1 = split(j, factors=[None, 8*vscale])\n\
+                    reorder(i0, j0, k, i1, j1)\nq = cache_read(b, \"B\", at=j0, layout=[1, 0])\n\
+                    tensorize(k, intrin=\"za_fmopa_vread\")\n";
+    for vscale in [1, 4] {
+        interpret_matches(&bt, &target, bt_trace, vscale);
+    }
+    let w = load("matmul:M=16,N=16,K=4").expect("workload");
+    let err = |w: &Workload, trace: &str| {
+        let t = parse_trace(trace).expect("trace parses");
+        schedule(w, Some(&t), &target, None).expect_err("refused").to_string()
+    };
+    let e = err(&w, &vread_trace(8, 8));
+    assert!(e.contains("needs 6 ZA tiles"), "{e}");
+    let e = err(&load("matmul_f16:M=16,N=16,K=4").expect("workload"), &vread_trace(4, 4));
+    assert!(e.contains("reads f16 operands (f32 only)"), "{e}");
 }
 
 /// A reduction split around the micro-kernel: the tiles start from the

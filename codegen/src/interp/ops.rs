@@ -142,6 +142,7 @@ impl Machine<'_> {
                 }
             }
             Op::Interleave(a, b) => self.interleave(dst, *a, *b),
+            Op::ZaReadVertical { tile, slice } => self.za_read_vertical(dst, *tile, *slice),
         }
     }
 

@@ -103,6 +103,21 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// `dst` = vertical slice `slice` of `tile`: element `slice` of every row.
+    pub(super) fn za_read_vertical(&mut self, dst: Reg, tile: u8, slice: Reg) -> R {
+        let l = self.za_side();
+        let col = self.rf.i(slice)?;
+        if col < 0 || col as u64 >= l as u64 {
+            return Err(InterpError::LaneOutOfRange { lane: col, lanes: l });
+        }
+        let at = self.za_row(tile, 0)?;
+        let mut out = take(&mut self.sf);
+        out.clear();
+        out.extend((0..l).map(|r| self.za[at + r * l + col as usize]));
+        self.sf = self.rf.put_vf(dst, out)?;
+        Ok(())
+    }
+
     /// An outer product into `tile`: `g` reduction elements per row and
     /// column (1 for f32, 2 for f16 into f32, 4 for i8 into i32), each pair
     /// of elements taking part when its lanes are active in both masks.
@@ -114,10 +129,9 @@ impl Machine<'_> {
         let kind = self.rf.kind(a);
         let (va, vb): (Vec<f64>, Vec<f64>) = match kind.class() {
             Class::Float => (self.rf.vf(a)?.to_vec(), self.rf.vf(b)?.to_vec()),
-            _ => (
-                self.rf.vi(a)?.iter().map(|&x| x as f64).collect(),
-                self.rf.vi(b)?.iter().map(|&x| x as f64).collect(),
-            ),
+            _ => {
+                (self.rf.vi(a)?.iter().map(|&x| x as f64).collect(), self.rf.vi(b)?.iter().map(|&x| x as f64).collect())
+            }
         };
         let g = match kind {
             Kind::F32 => 1,

@@ -12,9 +12,9 @@
 use super::emit::{Emitter, NONAME};
 use super::LlvmError;
 use crate::vprog::{BufId, Elem, Lanes, Reg, Ty};
-use scaletune_space::DType;
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
+use scaletune_space::DType;
 
 /// The function attribute that runs a function body in streaming mode.
 pub(crate) const STREAMING_BODY: &str = "aarch64_pstate_sm_body";
@@ -35,6 +35,15 @@ impl Emitter<'_> {
     fn slice_index(&self, row: Reg) -> LLVMValueRef {
         // SAFETY: `row` holds an i64 of this function.
         unsafe { LLVMBuildTrunc(self.b, self.load_reg(row), self.t.i32, NONAME) }
+    }
+
+    /// `mov z, p/m, za<tile>v.s[slice, 0]`: one vertical slice as a vector of type `ty`.
+    pub(crate) fn za_read_vertical(&self, tile: u8, slice: Reg, ty: Ty) -> Result<LLVMValueRef, LlvmError> {
+        let vt = self.t.ty(ty);
+        // SAFETY: constants of types of this context.
+        let (zero, all) = unsafe { (LLVMConstNull(vt), LLVMConstAllOnes(self.t.ty(Ty::mask(Lanes::scalable(4))))) };
+        let args = [zero, all, self.t.i32_const(i32::from(tile)), self.slice_index(slice)];
+        self.intrinsic("llvm.aarch64.sme.read.vert", &[vt], &args)
     }
 
     /// `zero {za<tile>.s}`: the 32-bit tile `t` is the 64-bit tiles `t` and `t + 4`.
@@ -85,8 +94,7 @@ impl Emitter<'_> {
             // SAFETY: a scalable mask type of this context.
             None => unsafe { LLVMConstAllOnes(self.t.ty(Ty::mask(lanes))) },
         };
-        let args =
-            [self.t.i32_const(i32::from(tile)), pred(a_mask), pred(b_mask), self.load_reg(a), self.load_reg(b)];
+        let args = [self.t.i32_const(i32::from(tile)), pred(a_mask), pred(b_mask), self.load_reg(a), self.load_reg(b)];
         self.intrinsic(name, &[self.t.ty(ty)], &args)?;
         Ok(())
     }

@@ -25,11 +25,11 @@
 
 use super::ctx::{Lowerer, Result, VecCtx};
 use crate::vprog::{mopa_group, CmpOp, Const, Elem, Lanes, LoopHint, Op, Reg, Stmt};
+use scaletune_space::expr::simplify;
 use scaletune_space::expr::Expr;
 use scaletune_space::ids::{LoopId, VarId};
 use scaletune_space::ir::{Nest, Pred};
 use scaletune_space::schedule::{OuterProduct, ZA_LANES_PER_VSCALE};
-use scaletune_space::expr::simplify;
 use scaletune_space::workload::{Access, UpdateOp};
 use scaletune_space::DType;
 use std::collections::HashSet;
@@ -121,8 +121,8 @@ impl Lowerer {
             col_masks.push(self.lane_mask(&shift_preds(&op.col_preds, jv, c))?);
         }
         self.vec = None;
-        let g = mopa_group(op.input)
-            .ok_or_else(|| self.unsupported(format!("outer products of {} operands", op.input)))?;
+        let g =
+            mopa_group(op.input).ok_or_else(|| self.unsupported(format!("outer products of {} operands", op.input)))?;
         // The masks of the outer products: each lane repeated for the `g` steps it holds.
         let wide = |lw: &mut Lowerer, ms: &[Option<Reg>]| -> Vec<Option<Reg>> {
             ms.iter().map(|m| m.map(|m| lw.repeat_lanes(&[m; 4][..g as usize]))).collect()
@@ -147,7 +147,7 @@ impl Lowerer {
                     out.push(Step { at: None, exists: (q == 0).then_some(None) });
                     continue;
                 };
-                let at = Expr::Var(kv) * i64::from(g) + q;
+                let at = if g == 1 { Expr::Var(kv) } else { Expr::Var(kv) * i64::from(g) + q };
                 let exists = match ext {
                     Some(ext) if q > 0 && ext.as_int().is_none_or(|n| n % i64::from(g) != 0) => {
                         let (i, n) = (lw.index(&at)?, lw.index(ext)?);
@@ -182,6 +182,10 @@ impl Lowerer {
             }
             Ok(())
         };
+        if op.rows_via_za {
+            self.reduction_via_za(op, &row_masks, &col_masks)?;
+            return self.za_slices(op, &col_masks, true);
+        }
         // The reduction loops, outermost first; the innermost counts groups of `g` steps.
         let mut open = Vec::new();
         for (d, &k) in op.reductions.iter().enumerate() {
@@ -239,10 +243,8 @@ impl Lowerer {
                         .map(|e| {
                             let e = shift(&self.nest.bind(op.block, e), v, t);
                             match at {
-                                Some((kv, at)) if steps.len() > 1 => {
-                                    e.substitute(&|x| (x == *kv).then(|| at.clone()))
-                                }
-                                _ => e,
+                                Some((kv, at)) => e.substitute(&|x| (x == *kv).then(|| at.clone())),
+                                None => e,
                             }
                         })
                         .collect();
@@ -270,6 +272,83 @@ impl Lowerer {
             loads.push(r);
         }
         Ok(self.repeat_lanes(&loads))
+    }
+
+    /// The reduction of a micro-kernel whose row operand `X` is read through
+    /// ZA ([`scaletune_space::schedule::ZA_FMOPA_VREAD`]): for each chunk of
+    /// `L` reduction steps, the chunk of each of the `L` rows of a tile row
+    /// (contiguous in `X`) is loaded into a spare tile as a horizontal slice,
+    /// and step `q` of the chunk reads column `q` of it (a vertical slice)
+    /// as the outer product's row operand.
+    fn reduction_via_za(&mut self, op: &OuterProduct, row_masks: &[Option<Reg>], col_masks: &[Option<Reg>]) -> Result<()> {
+        let lanes = Lanes::scalable(ZA_LANES_PER_VSCALE);
+        let side = Expr::vscale_times(i64::from(ZA_LANES_PER_VSCALE));
+        let (iv, jv) = (self.nest.loop_(op.rows).var, self.nest.loop_(op.cols).var);
+        let k = op.reductions[0];
+        let kv = self.nest.loop_(k).var;
+        let ext = simplify(self.nest.extent(k), &self.nest);
+        let spare = |r: u32| (op.row_tiles * op.col_tiles + r) as u8;
+        let x = op.row_operand.clone();
+        let xbuf = self.bufs[x.tensor.index()];
+        let start = self.b.index(0);
+        let end = self.index(&simplify(&ext.clone().ceildiv(side.clone()), &self.nest))?;
+        let chunk = self.b.begin_loop();
+        self.vars.insert(kv, chunk);
+        // The chunk's first step, and the mask of the steps that exist.
+        let first = Expr::Var(kv) * side.clone();
+        let (kbase, kend) = (self.index(&first)?, self.index(&ext)?);
+        let kmask = self.b.emit(Op::ActiveLaneMask { base: kbase, bound: kend, lanes });
+        for r in 0..op.row_tiles {
+            let (s0, s1) = (self.b.index(0), self.index(&side)?);
+            let row = self.b.begin_loop();
+            self.vars.insert(iv, row);
+            let preds = shift_preds(&op.row_preds, iv, r);
+            let cond = if preds.is_empty() { None } else { Some(self.conjunction(&preds)?) };
+            let bound: Vec<Expr> = x
+                .indices
+                .iter()
+                .map(|e| {
+                    let e = shift(&self.nest.bind(op.block, e), iv, r);
+                    e.substitute(&|v| (v == kv).then(|| first.clone()))
+                })
+                .collect();
+            let flat = simplify(&self.nest.flat_index(x.tensor, &bound), &self.nest);
+            self.b.begin_body();
+            let base = self.index(&flat)?;
+            self.b.push(Stmt::ZaLoad { tile: spare(r), row, buf: xbuf, base, mask: Some(kmask) });
+            let body = self.b.end_body();
+            match cond {
+                Some(cond) => self.b.push(Stmt::If { cond, then_body: body, else_body: Vec::new() }),
+                None => body.into_iter().for_each(|s| self.b.push(s)),
+            }
+            self.vars.remove(&iv);
+            self.b.end_loop(row, s0, s1, LoopHint::None);
+        }
+        // The chunk's steps: min(L, K - first).
+        let side_reg = self.index(&side)?;
+        let left = self.b.emit(Op::Bin(crate::vprog::BinOp::Sub, kend, kbase));
+        let steps_end = self.b.emit(Op::Bin(crate::vprog::BinOp::Min, left, side_reg));
+        let qv = self.nest.new_var("q", side.clone());
+        let q0 = self.b.index(0);
+        let q = self.b.begin_loop();
+        self.vars.insert(qv, q);
+        let step = [Step { at: Some((kv, first.clone() + Expr::Var(qv))), exists: Some(None) }];
+        let mut b = Vec::new();
+        for (c, m) in col_masks.iter().enumerate() {
+            b.push(self.operand(op, &op.col_operand, jv, c as u32, *m, &step)?);
+        }
+        for (r, rm) in row_masks.iter().enumerate() {
+            let a = self.b.emit(Op::ZaReadVertical { tile: spare(r as u32), slice: q });
+            for (c, cm) in col_masks.iter().enumerate() {
+                let tile = (r as u32 * op.col_tiles + c as u32) as u8;
+                self.b.push(Stmt::Mopa { tile, a, b: b[c], a_mask: *rm, b_mask: *cm });
+            }
+        }
+        self.vars.remove(&qv);
+        self.b.end_loop(q, q0, steps_end, LoopHint::None);
+        self.vars.remove(&kv);
+        self.b.end_loop(chunk, start, end, LoopHint::None);
+        Ok(())
     }
 
     /// `vs` interleaved lane by lane (`vs[0][0], vs[1][0], .., vs[0][1], ..`):

@@ -85,6 +85,7 @@ fn op_text(p: &Program, op: &Op) -> String {
         Op::Reduce(o, r) => format!("reduce.{} {r}", format!("{o:?}").to_lowercase()),
         Op::Extract(v, i) => format!("extract {v}[{i}]"),
         Op::Interleave(a, b) => format!("interleave {a}, {b}"),
+        Op::ZaReadVertical { tile, slice } => format!("za.readv za{tile}.s[.., {slice}]"),
     }
 }
 

@@ -412,6 +412,15 @@ pub enum Op {
     /// Two vectors of the same type interleaved lane by lane into one of
     /// twice the lanes: `a[0], b[0], a[1], b[1], ...` (a `zip1`/`zip2` pair).
     Interleave(Reg, Reg),
+    /// Vertical slice `slice` (a scalar index below `L`) of the f32 ZA tile
+    /// `tile`: element `slice` of every row, as an f32 vector of `L` lanes
+    /// (SME `mova`). It reads the ZA state, so it is not pure.
+    ZaReadVertical {
+        /// Tile number, 0 to 3.
+        tile: u8,
+        /// Slice (column) number.
+        slice: Reg,
+    },
 }
 
 /// Hints attached to a loop.

@@ -261,6 +261,11 @@ impl Verifier<'_> {
                 }
                 Ty::scalar(t.elem)
             }
+            Op::ZaReadVertical { tile, slice } => {
+                za_tile(*tile)?;
+                self.scalar_index(*slice, "ZA slice")?;
+                Ty::vector(Elem::F32, za_lanes())
+            }
             Op::Interleave(a, b) => {
                 let t = self.same(*a, *b)?;
                 match t.lanes {

@@ -15,7 +15,7 @@ mod reorder;
 mod split;
 mod tensorize;
 pub(crate) use tensorize::mopa_operands;
-pub use tensorize::{OuterProduct, TENSORIZE_KEY, ZA_FMOPA, ZA_LANES_PER_VSCALE};
+pub use tensorize::{OuterProduct, TENSORIZE_KEY, ZA_FMOPA, ZA_FMOPA_VREAD, ZA_LANES_PER_VSCALE};
 mod vectors;
 
 #[cfg(test)]

@@ -27,8 +27,16 @@ const PRIM: &str = "tensorize";
 /// The loop annotation that marks a tensorized micro-kernel (set only by [`Nest::tensorize`]).
 pub const TENSORIZE_KEY: &str = "tensorize";
 
-/// The one tensor intrinsic: f32 outer products (`fmopa`) accumulated in ZA tiles.
+/// The tensor intrinsic: outer products (`fmopa`, widening `fmopa`,
+/// `smopa`) accumulated in ZA tiles, both operands contiguous vectors.
 pub const ZA_FMOPA: &str = "za_fmopa";
+
+/// The same outer products with the row operand `X` read through ZA: each
+/// chunk of `L` reduction steps loads `L` rows of `X` (contiguous along the
+/// reduction) into a spare ZA tile as horizontal slices and reads them out
+/// as vertical slices, instead of a transposing pack. f32 only, one
+/// reduction loop, and a spare tile per tile row (1x1, 1x2 or 2x1 tiles).
+pub const ZA_FMOPA_VREAD: &str = "za_fmopa_vread";
 
 /// Lanes per vscale of one streaming vector of f32 (the side of a ZA tile).
 pub const ZA_LANES_PER_VSCALE: u32 = 4;
@@ -64,16 +72,23 @@ pub struct OuterProduct {
     pub col_preds: Vec<Pred>,
     /// Predicates over neither (conditions on the whole micro-kernel).
     pub outer_preds: Vec<Pred>,
+    /// The row operand is read through ZA vertical slices ([`ZA_FMOPA_VREAD`]):
+    /// contiguous along the reduction loop, not along the rows.
+    pub rows_via_za: bool,
 }
 
 impl Nest {
-    /// Marks loop `l` as an SME micro-kernel (`intrin` is `za_fmopa`): see
-    /// the module documentation for the loop structure it needs.
+    /// Marks loop `l` as an SME micro-kernel (`intrin` is `za_fmopa` or
+    /// `za_fmopa_vread`): see the module documentation for the loop
+    /// structure it needs.
     pub fn tensorize(&mut self, l: LoopId, intrin: &str) -> Result<()> {
-        if intrin != ZA_FMOPA {
-            return Err(err(ErrorKind::LoopKind, format!("unknown tensor intrinsic `{intrin}` (known: {ZA_FMOPA})")));
+        if intrin != ZA_FMOPA && intrin != ZA_FMOPA_VREAD {
+            return Err(err(
+                ErrorKind::LoopKind,
+                format!("unknown tensor intrinsic `{intrin}` (known: {ZA_FMOPA}, {ZA_FMOPA_VREAD})"),
+            ));
         }
-        self.outer_product(l)?;
+        self.outer_product_as(l, intrin == ZA_FMOPA_VREAD)?;
         self.loop_mut(l).annotations.insert(TENSORIZE_KEY.to_string(), intrin.to_string());
         Ok(())
     }
@@ -83,8 +98,17 @@ impl Nest {
         self.loop_(l).annotations.contains_key(TENSORIZE_KEY)
     }
 
-    /// The outer product that loop `l` computes, or why it is not one that ZA tiles can hold.
+    /// The outer product that loop `l` computes, or why it is not one that
+    /// ZA tiles can hold (read through ZA if `l` is tensorized with
+    /// [`ZA_FMOPA_VREAD`]).
     pub fn outer_product(&self, l: LoopId) -> Result<OuterProduct> {
+        self.check_loop(PRIM, l)?;
+        let via_za = self.loop_(l).annotations.get(TENSORIZE_KEY).is_some_and(|v| v == ZA_FMOPA_VREAD);
+        self.outer_product_as(l, via_za)
+    }
+
+    /// [`Nest::outer_product`] with the row operand read through ZA or not.
+    fn outer_product_as(&self, l: LoopId, rows_via_za: bool) -> Result<OuterProduct> {
         self.check_loop(PRIM, l)?;
         if !self.caps.has_sme {
             return Err(err(ErrorKind::LoopKind, "needs SME streaming code: use_vectors(\"sme\") first".into()));
@@ -174,7 +198,32 @@ impl Nest {
             ));
         };
         let (fr, fc) = (flat(&row_operand), flat(&col_operand));
+        if rows_via_za {
+            let tiles = row_tiles * col_tiles + row_tiles;
+            let name = &self.tensor(row_operand.tensor).name;
+            let why = if input != DType::F32 {
+                Some(format!("reads {input} operands (f32 only)"))
+            } else if tiles > u32::from(4u8) {
+                Some(format!("needs {tiles} ZA tiles ({row_tiles}x{col_tiles} and one per tile row; 4 exist)"))
+            } else if kvs.len() != 1 {
+                Some("needs exactly one reduction loop".into())
+            } else if !unit(&fr, kvs[0]) || linear_in(&fr, iv, self).is_none() {
+                Some(format!(
+                    "operand `{name}` must be contiguous along `{}` and linear in `{}`",
+                    self.loop_name(reductions[0]),
+                    self.loop_name(rows)
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(err(ErrorKind::Structure, format!("{ZA_FMOPA_VREAD}: the micro-kernel {why}")));
+            }
+        }
         for (f, a, v, lp) in [(&fr, &row_operand, iv, rows), (&fc, &col_operand, jv, cols)] {
+            if rows_via_za && v == iv {
+                continue;
+            }
             if !unit(f, v) {
                 let name = &self.tensor(a.tensor).name;
                 return Err(err(
@@ -235,6 +284,7 @@ impl Nest {
             row_preds,
             col_preds,
             outer_preds,
+            rows_via_za,
         })
     }
 

@@ -197,7 +197,7 @@ impl Walk<'_> {
                 self.c.lane_masks += w;
                 None
             }
-            Op::Interleave(..) => {
+            Op::Interleave(..) | Op::ZaReadVertical { .. } => {
                 self.c.vector_ops += w;
                 None
             }
