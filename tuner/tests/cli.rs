@@ -211,6 +211,35 @@ fn sme_conv2d_nhwc_passes_check_with_1_2_and_4_tiles() {
     }
 }
 
+/// `A` read through ZA vertical slices (`za_fmopa_vread`, no transposing
+/// pack) passes `check` with 1 and 2 accumulator tiles at every streaming
+/// VL of `sme` and on `apple-m4`; the assembly loads rows of `A` into the
+/// spare tile and moves vertical slices out of it.
+#[test]
+fn sme_rows_read_through_za_pass_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
+    for (rows, cols, spare) in [(4, 4, "za1v.s"), (4, 8, "za2v.s"), (8, 4, "za3v.s")] {
+        let mm = matmul
+            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
+            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"))
+            .replace("a = cache_read(b, \"A\", at=i0, layout=[1, 0])\n", "")
+            .replace("za_fmopa", "za_fmopa_vread");
+        let f = dir.path().join(format!("vread_{rows}x{cols}.trace"));
+        std::fs::write(&f, mm).expect("write");
+        let f = f.display().to_string();
+        for target in ["sme", "apple-m4"] {
+            let t = check_ok("matmul:M=67,N=131,K=29", target, &f, None);
+            let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
+            for vl in vls {
+                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
+            }
+            let a = asm("matmul:M=67,N=131,K=29", target, &f);
+            assert!(a.contains(spare) && a.contains("ld1w\t{za") && a.contains("fmopa\tza"), "{target}: {spare}");
+        }
+    }
+}
+
 /// True if this QEMU computes the 32-bit `smopa` right. QEMU before the
 /// upstream fix "target/arm: Fix 32-bit SMOPA" (QEMU issue 2083, 2024; not
 /// in Debian 12's 7.2) writes only the first half of the tile's rows and
