@@ -341,6 +341,35 @@ fn rows_read_through_za_vertical_slices_match_the_reference() {
     assert!(e.contains("reads f16 operands (f32 only)"), "{e}");
 }
 
+/// An `unroll_max_step` budget unrolls the micro-kernel's reduction loops
+/// fully when their steps fit it (groups of 2 for f16), and the result
+/// does not change.
+#[test]
+fn an_unroll_budget_unrolls_the_micro_kernel_reduction() {
+    let target = Target::load("sme").expect("sme target");
+    for (w, budget, hint) in [
+        ("matmul:M=19,N=23,K=6", 16, Some("unroll(6)")),
+        ("matmul_f16:M=19,N=23,K=7", 16, Some("unroll(4)")),
+        ("matmul:M=19,N=23,K=60", 16, None),
+        ("conv2d_nhwc:H=6,WI=9,C=2,F=5", 64, Some("unroll(3)")),
+    ] {
+        let w = load(w).expect("workload");
+        let base = if w.name == "conv2d_nhwc" { conv_trace(4, 4) } else { matmul_trace(4, 4) };
+        let loop_ = if w.name == "conv2d_nhwc" { "ow0" } else { "i0" };
+        let trace = format!("{base}annotate({loop_}, key=\"unroll_max_step\", value=\"{budget}\")\n");
+        let t = parse_trace(&trace).unwrap_or_else(|e| panic!("{e}\n{trace}"));
+        let nest = schedule(&w, Some(&t), &target, None).unwrap_or_else(|e| panic!("{e}"));
+        let prog = scaletune_codegen::lower::lower(&nest, "k").expect("lowers").to_string();
+        match hint {
+            Some(h) => assert!(prog.contains(h), "{}: no {h}\n{prog}", w.name),
+            None => assert!(!prog.contains("unroll("), "{}\n{prog}", w.name),
+        }
+        for vscale in [1, 4] {
+            interpret_matches(&w, &target, &trace, vscale);
+        }
+    }
+}
+
 /// A reduction split around the micro-kernel: the tiles start from the
 /// output loaded slice by slice (ZA loads), not from zero.
 #[test]

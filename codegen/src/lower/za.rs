@@ -195,9 +195,10 @@ impl Lowerer {
             let groups = if g == 1 || !innermost { ext.clone() } else { ext.clone().ceildiv(Expr::Int(i64::from(g))) };
             let start = self.b.index(0);
             let end = self.index(&simplify(&groups, &self.nest))?;
+            let hint = self.za_unroll(&op.reductions[d..], g);
             let var = self.b.begin_loop();
             self.vars.insert(kv, var);
-            open.push((kv, ext, var, start, end));
+            open.push((kv, ext, var, start, end, hint));
         }
         let st = match open.last() {
             Some((kv, ext, ..)) => {
@@ -207,9 +208,9 @@ impl Lowerer {
             None => steps(self, None, None)?,
         };
         body(self, &st)?;
-        while let Some((kv, _, var, start, end)) = open.pop() {
+        while let Some((kv, _, var, start, end, hint)) = open.pop() {
             self.vars.remove(&kv);
-            self.b.end_loop(var, start, end, LoopHint::None);
+            self.b.end_loop(var, start, end, hint);
         }
         self.za_slices(op, &col_masks, true)
     }
@@ -274,13 +275,37 @@ impl Lowerer {
         Ok(self.repeat_lanes(&loads))
     }
 
+    /// The hint of the first of the reduction loops `ks` (the innermost last,
+    /// counting groups of `g` steps). Their kind is serial (`tensorize`
+    /// refuses others); like `Lowerer::iterate`'s loops, an
+    /// `unroll_max_step` budget unrolls them fully when the micro-kernel's
+    /// steps from this loop in (one group of outer products each) fit it.
+    fn za_unroll(&self, ks: &[LoopId], g: u32) -> LoopHint {
+        let budget = self.unroll_budget(ks[0]).min(scaletune_space::limits::MAX_UNROLLED_COPIES);
+        let mut trips = Vec::new();
+        for (d, &k) in ks.iter().enumerate() {
+            let Some(n) = simplify(self.nest.extent(k), &self.nest).as_int() else { return LoopHint::None };
+            trips.push(if d + 1 == ks.len() { (n + i64::from(g) - 1) / i64::from(g) } else { n });
+        }
+        let steps: i64 = trips.iter().product();
+        match u32::try_from(trips[0]) {
+            Ok(n) if budget > 0 && steps <= budget && n > 1 => LoopHint::Unroll(n),
+            _ => LoopHint::None,
+        }
+    }
+
     /// The reduction of a micro-kernel whose row operand `X` is read through
     /// ZA ([`scaletune_space::schedule::ZA_FMOPA_VREAD`]): for each chunk of
     /// `L` reduction steps, the chunk of each of the `L` rows of a tile row
     /// (contiguous in `X`) is loaded into a spare tile as a horizontal slice,
     /// and step `q` of the chunk reads column `q` of it (a vertical slice)
     /// as the outer product's row operand.
-    fn reduction_via_za(&mut self, op: &OuterProduct, row_masks: &[Option<Reg>], col_masks: &[Option<Reg>]) -> Result<()> {
+    fn reduction_via_za(
+        &mut self,
+        op: &OuterProduct,
+        row_masks: &[Option<Reg>],
+        col_masks: &[Option<Reg>],
+    ) -> Result<()> {
         let lanes = Lanes::scalable(ZA_LANES_PER_VSCALE);
         let side = Expr::vscale_times(i64::from(ZA_LANES_PER_VSCALE));
         let (iv, jv) = (self.nest.loop_(op.rows).var, self.nest.loop_(op.cols).var);

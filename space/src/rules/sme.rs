@@ -105,13 +105,8 @@ impl SmeTensorize {
 /// `l0, l1 = split(l, ...)` with the inner factor 1 to `max` ZA tiles.
 fn tiles(s: &mut State, l: LoopRv, max: i64) -> Option<[LoopRv; 2]> {
     let outs = s.new_values("t", 2);
-    let sample = Inst::SampleScalableTile {
-        outs: outs.clone(),
-        loop_: l,
-        n: 2,
-        max_innermost_vscale: max,
-        decision: None,
-    };
+    let sample =
+        Inst::SampleScalableTile { outs: outs.clone(), loop_: l, n: 2, max_innermost_vscale: max, decision: None };
     if !s.push(sample) {
         return None;
     }
