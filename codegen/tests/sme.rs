@@ -330,6 +330,15 @@ fn rows_read_through_za_vertical_slices_match_the_reference() {
     for vscale in [1, 4] {
         interpret_matches(&bt, &target, bt_trace, vscale);
     }
+    // The reduction split around the micro-kernel: tiles loaded from the output.
+    let split = load("matmul:M=21,N=10,K=13").expect("workload");
+    let split_trace = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                       i0, i1 = split(i, factors=[None, 8*vscale])\nj0, j1 = split(j, factors=[None, 4*vscale])\n\
+                       k0, k1 = split(k, factors=[None, 13])\nreorder(i0, j0, k0, k1, i1, j1)\n\
+                       tensorize(k1, intrin=\"za_fmopa_vread\")\n";
+    for vscale in [1, 2, 16] {
+        interpret_matches(&split, &target, split_trace, vscale);
+    }
     let w = load("matmul:M=16,N=16,K=4").expect("workload");
     let err = |w: &Workload, trace: &str| {
         let t = parse_trace(trace).expect("trace parses");
