@@ -12,7 +12,7 @@ use scaletune_codegen::target::Target;
 use scaletune_space::data::make_args;
 use scaletune_space::reference::{compare, evaluate};
 use scaletune_space::trace::parse_trace;
-use scaletune_space::workload::{load, Role, Workload};
+use scaletune_space::workload::{load, Role, Workload, WorkloadSpec};
 use std::process::Command;
 
 /// The SME matmul trace with `rows x cols` lanes per micro-kernel (4 or 8 each: 1 or 2 tiles).
@@ -168,6 +168,14 @@ fn tensorize_refuses_nests_that_za_tiles_cannot_hold_naming_the_reason() {
     assert!(err(&parallel).contains("contains the SME micro-kernel `k`"), "{}", err(&parallel));
     let intrin = matmul_trace(4, 4).replace("za_fmopa", "amx");
     assert!(err(&intrin).contains("unknown tensor intrinsic `amx`"), "{}", err(&intrin));
+    // Operands of two types have no outer-product instruction.
+    let text = "name = \"mixed\"\ncompute = [\"C[i, j] += f32(A[i, k]) * B[k, j]\"]\n[params]\nM = 16\nN = 16\nK = 4\n\
+                [tensors]\nA = { dtype = \"f16\", shape = [\"M\", \"K\"] }\nB = { dtype = \"f32\", shape = [\"K\", \"N\"] }\n\
+                C = { dtype = \"f32\", shape = [\"M\", \"N\"], role = \"output\" }\n";
+    let mixed = WorkloadSpec::parse(text, "inline", "mixed").expect("spec").instantiate(&[]).expect("workload");
+    let t = parse_trace(&matmul_trace(4, 4)).expect("trace parses");
+    let e = schedule(&mixed, Some(&t), &target, None).expect_err("refused").to_string();
+    assert!(e.contains("product of two tensor reads of one type"), "{e}");
 }
 
 /// The design space on SME targets: outer-product workloads get an SME
@@ -179,6 +187,7 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
     use scaletune_codegen::pipeline::initial_nest;
     use scaletune_space::design::DesignSpace;
     use scaletune_space::sample::task_rng;
+    let mut vread = false;
     for target_name in ["sme", "apple-m4"] {
         let target = Target::load(target_name).expect("target");
         for (w, offered) in [
@@ -186,6 +195,10 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
             ("matmul_bt:M=9,N=21,K=5", true),
             ("batch_matmul:BS=2,M=7,N=18,K=3", true),
             ("outer_product:M=13,N=6", true),
+            ("matmul_f16:M=9,N=21,K=5", true),
+            ("matmul_i8:M=9,N=21,K=7", true),
+            ("conv2d_nhwc:H=6,WI=9,C=3,F=5", true),
+            ("conv2d_nhwc:H=7,WI=9,C=2,F=5,S=2", false),
             ("softmax_rows:M=3,N=21", false),
             ("scale_add:N=37", false),
         ] {
@@ -203,6 +216,7 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
                     let (t, _) = space.traces[k].trace.sample(&mut n, &mut rng).unwrap_or_else(|e| panic!("{e}"));
                     let text = t.to_string();
                     assert!(text.contains("tensorize(") && text.contains("use_vectors(\"sme\")"), "{text}");
+                    vread |= text.contains("za_fmopa_vread");
                     for vscale in n.caps.vscale_values.iter().copied().filter(|v| [1, 4, 16].contains(v)) {
                         interpret_matches(&w, &target, &text, vscale);
                     }
@@ -210,23 +224,159 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
             }
         }
     }
+    assert!(vread, "no sample read the row operand through ZA");
 }
 
-/// `matmul_f16`: f16 operands, converted to f32 in registers, accumulated in
-/// f32 ZA tiles (the f32 `fmopa`, not the widening f16 form).
+/// The widening forms: `matmul_f16` (f16 pairs into f32 tiles, widening
+/// `fmopa`) and `matmul_i8` (i8 quads into i32 tiles, `smopa`), with a K
+/// that is not a multiple of 2 or 4 (the last step's missing elements
+/// masked off), edge tiles and 1, 2 and 4 tiles, at several streaming VLs.
 #[test]
-fn f16_operands_are_converted_and_accumulated_in_f32_tiles() {
+fn widening_outer_products_match_the_reference_with_odd_k_and_edge_tiles() {
     let target = Target::load("sme").expect("sme target");
-    let w = load("matmul_f16:M=19,N=23,K=7").expect("workload");
-    for (rows, cols) in [(4, 4), (8, 8)] {
-        for vscale in [1, 2, 16] {
-            interpret_matches(&w, &target, &matmul_trace(rows, cols), vscale);
+    for w in [
+        "matmul_f16:M=19,N=23,K=7",
+        "matmul_f16:M=67,N=131,K=29",
+        "matmul_i8:M=67,N=131,K=29",
+        "matmul_i8:M=5,N=19,K=6",
+        "matmul_i8:M=16,N=16,K=8",
+    ] {
+        let w = load(w).expect("workload");
+        for (rows, cols) in LAYOUTS {
+            for vscale in [1, 2, 4, 16] {
+                interpret_matches(&w, &target, &matmul_trace(rows, cols), vscale);
+            }
         }
     }
-    let i8 = load("matmul_i8:M=5,N=19,K=4").expect("workload");
-    let t = parse_trace(&matmul_trace(4, 4)).expect("trace");
-    let e = schedule(&i8, Some(&t), &target, None).expect_err("i8 is refused").to_string();
-    assert!(e.contains("tensorize: block `C` must write f32"), "{e}");
+}
+
+/// A widening outer product without a reduction loop: one step of the
+/// pair (quad) is the operand, the others are zero.
+#[test]
+fn widening_outer_products_without_a_reduction_loop_match_the_reference() {
+    let target = Target::load("sme").expect("sme target");
+    for (x, z) in [("f16", "f32"), ("i8", "i32")] {
+        let to = z;
+        let text = format!(
+            "name = \"op_{x}\"\ncompute = [\"Z[a, c] = {to}(X[a]) * {to}(Y[c])\"]\n[params]\nM = 21\nN = 10\n\
+             [tensors]\nX = {{ dtype = \"{x}\", shape = [\"M\"] }}\nY = {{ dtype = \"{x}\", shape = [\"N\"] }}\n\
+             Z = {{ dtype = \"{z}\", shape = [\"M\", \"N\"], role = \"output\" }}\n"
+        );
+        let w = WorkloadSpec::parse(&text, "inline", "op").expect("spec").instantiate(&[]).expect("workload");
+        for (rows, cols) in LAYOUTS {
+            for vscale in [1, 4] {
+                interpret_matches(&w, &target, &outer_product_trace(rows, cols), vscale);
+            }
+        }
+    }
+}
+
+/// The conv2d_nhwc trace: output columns x filters on ZA tiles, the whole
+/// reduction (filter taps and channels) inside the micro-kernel.
+fn conv_trace(rows: u32, cols: u32) -> String {
+    let t = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/schedules/conv2d_nhwc_sme.trace"))
+        .expect("trace");
+    t.replace("split(ow, factors=[None, 4*vscale])", &format!("split(ow, factors=[None, {rows}*vscale])"))
+        .replace("split(f, factors=[None, 4*vscale])", &format!("split(f, factors=[None, {cols}*vscale])"))
+}
+
+/// conv2d_nhwc through the im2col-style pack: edge tiles in both directions,
+/// batches, 1, 2 and 4 tiles, at every streaming VL; the tiles start at zero
+/// (no ZA load: the whole reduction is inside the micro-kernel).
+#[test]
+fn tensorized_convolutions_match_the_reference_at_every_streaming_vl() {
+    let target = Target::load("sme").expect("sme target");
+    for w in ["conv2d_nhwc:H=9,WI=11,C=3,F=6", "conv2d_nhwc:N=2,H=5,WI=21,C=4,F=19,KH=2,KW=3", "conv2d_nhwc"] {
+        let w = load(w).expect("workload");
+        for (rows, cols) in LAYOUTS {
+            let trace = conv_trace(rows, cols);
+            let t = parse_trace(&trace).expect("trace parses");
+            let nest = schedule(&w, Some(&t), &target, None).unwrap_or_else(|e| panic!("{e}"));
+            let prog = scaletune_codegen::lower::lower(&nest, "k").expect("lowers");
+            assert!(!prog.to_string().contains("za.load"), "{prog}");
+            for vscale in [1, 2, 4, 16] {
+                interpret_matches(&w, &target, &trace, vscale);
+            }
+        }
+    }
+}
+
+/// The matmul trace with `A` read through ZA vertical slices instead of the transposing pack.
+fn vread_trace(rows: u32, cols: u32) -> String {
+    matmul_trace(rows, cols)
+        .replace("a = cache_read(b, \"A\", at=i0, layout=[1, 0])\n", "")
+        .replace("za_fmopa", "za_fmopa_vread")
+}
+
+/// `za_fmopa_vread`: rows of `A` loaded into a spare ZA tile and read out
+/// as vertical slices, with edge tiles, K below, at and above a chunk of
+/// `L` steps, and 1, 2 (either way) tiles, at every streaming VL; what it refuses.
+#[test]
+fn rows_read_through_za_vertical_slices_match_the_reference() {
+    let target = Target::load("sme").expect("sme target");
+    for w in ["matmul:M=67,N=131,K=29", "matmul:M=3,N=5,K=2", "matmul:M=32,N=16,K=4", "matmul:M=9,N=40,K=64"] {
+        let w = load(w).expect("workload");
+        for (rows, cols) in [(4, 4), (4, 8), (8, 4)] {
+            for vscale in [1, 2, 4, 16] {
+                interpret_matches(&w, &target, &vread_trace(rows, cols), vscale);
+            }
+        }
+    }
+    let bt = load("matmul_bt:M=13,N=21,K=7").expect("workload");
+    let bt_trace = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                    i0, i1 = split(i, factors=[None, 4*vscale])\nj0, j1 = split(j, factors=[None, 8*vscale])\n\
+                    reorder(i0, j0, k, i1, j1)\nq = cache_read(b, \"B\", at=j0, layout=[1, 0])\n\
+                    tensorize(k, intrin=\"za_fmopa_vread\")\n";
+    for vscale in [1, 4] {
+        interpret_matches(&bt, &target, bt_trace, vscale);
+    }
+    // The reduction split around the micro-kernel: tiles loaded from the output.
+    let split = load("matmul:M=21,N=10,K=13").expect("workload");
+    let split_trace = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                       i0, i1 = split(i, factors=[None, 8*vscale])\nj0, j1 = split(j, factors=[None, 4*vscale])\n\
+                       k0, k1 = split(k, factors=[None, 13])\nreorder(i0, j0, k0, k1, i1, j1)\n\
+                       tensorize(k1, intrin=\"za_fmopa_vread\")\n";
+    for vscale in [1, 2, 16] {
+        interpret_matches(&split, &target, split_trace, vscale);
+    }
+    let w = load("matmul:M=16,N=16,K=4").expect("workload");
+    let err = |w: &Workload, trace: &str| {
+        let t = parse_trace(trace).expect("trace parses");
+        schedule(w, Some(&t), &target, None).expect_err("refused").to_string()
+    };
+    let e = err(&w, &vread_trace(8, 8));
+    assert!(e.contains("needs 6 ZA tiles"), "{e}");
+    let e = err(&load("matmul_f16:M=16,N=16,K=4").expect("workload"), &vread_trace(4, 4));
+    assert!(e.contains("reads f16 operands (f32 only)"), "{e}");
+}
+
+/// An `unroll_max_step` budget unrolls the micro-kernel's reduction loops
+/// fully when their steps fit it (groups of 2 for f16), and the result
+/// does not change.
+#[test]
+fn an_unroll_budget_unrolls_the_micro_kernel_reduction() {
+    let target = Target::load("sme").expect("sme target");
+    for (w, budget, hint) in [
+        ("matmul:M=19,N=23,K=6", 16, Some("unroll(6)")),
+        ("matmul_f16:M=19,N=23,K=7", 16, Some("unroll(4)")),
+        ("matmul:M=19,N=23,K=60", 16, None),
+        ("conv2d_nhwc:H=6,WI=9,C=2,F=5", 64, Some("unroll(3)")),
+    ] {
+        let w = load(w).expect("workload");
+        let base = if w.name == "conv2d_nhwc" { conv_trace(4, 4) } else { matmul_trace(4, 4) };
+        let loop_ = if w.name == "conv2d_nhwc" { "ow0" } else { "i0" };
+        let trace = format!("{base}annotate({loop_}, key=\"unroll_max_step\", value=\"{budget}\")\n");
+        let t = parse_trace(&trace).unwrap_or_else(|e| panic!("{e}\n{trace}"));
+        let nest = schedule(&w, Some(&t), &target, None).unwrap_or_else(|e| panic!("{e}"));
+        let prog = scaletune_codegen::lower::lower(&nest, "k").expect("lowers").to_string();
+        match hint {
+            Some(h) => assert!(prog.contains(h), "{}: no {h}\n{prog}", w.name),
+            None => assert!(!prog.contains("unroll("), "{}\n{prog}", w.name),
+        }
+        for vscale in [1, 4] {
+            interpret_matches(&w, &target, &trace, vscale);
+        }
+    }
 }
 
 /// A reduction split around the micro-kernel: the tiles start from the

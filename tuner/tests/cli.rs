@@ -159,6 +159,175 @@ fn sme_schedules_with_1_2_and_4_tiles_pass_check_on_sme_and_apple_m4() {
     }
 }
 
+/// `matmul:M=512,N=512,K=512` with 1, 2 and 4 ZA tiles per micro-kernel
+/// passes `check` under QEMU on `sme` at the smallest, a middle and the
+/// largest streaming VL, and on `apple-m4` (512 bits).
+#[test]
+fn sme_matmul_512_cubed_passes_check_with_1_2_and_4_tiles() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let mm = matmul
+            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
+            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"));
+        let f = dir.path().join(format!("mm_{rows}x{cols}.trace"));
+        std::fs::write(&f, mm).expect("write");
+        let f = f.display().to_string();
+        let t = check_ok("matmul:M=512,N=512,K=512", "sme", &f, Some("128,512,2048"));
+        for vl in [128, 512, 2048] {
+            assert!(t.contains(&format!("VL {vl:>4}: ok")), "sme {rows}x{cols}: {t}");
+        }
+        let t = check_ok("matmul:M=512,N=512,K=512", "apple-m4", &f, None);
+        assert!(t.contains("VL  512: ok"), "apple-m4 {rows}x{cols}: {t}");
+    }
+}
+
+/// conv2d_nhwc through the im2col-style pack (`configs/schedules/conv2d_nhwc_sme.trace`)
+/// with 1, 2 and 4 ZA tiles passes `check` at every streaming VL of `sme`
+/// and on `apple-m4`, with edge tiles (7 output columns, 13 filters).
+#[test]
+fn sme_conv2d_nhwc_passes_check_with_1_2_and_4_tiles() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conv = std::fs::read_to_string(common::root().join(sched("conv2d_nhwc_sme"))).expect("trace");
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let t = conv
+            .replace("split(ow, factors=[None, 4*vscale])", &format!("split(ow, factors=[None, {rows}*vscale])"))
+            .replace("split(f, factors=[None, 4*vscale])", &format!("split(f, factors=[None, {cols}*vscale])"));
+        let f = dir.path().join(format!("conv_{rows}x{cols}.trace"));
+        std::fs::write(&f, t).expect("write");
+        let f = f.display().to_string();
+        for target in ["sme", "apple-m4"] {
+            let w = "conv2d_nhwc:N=2,H=6,WI=9,C=5,F=13";
+            let t = check_ok(w, target, &f, None);
+            let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
+            for vl in vls {
+                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
+            }
+            let a = asm(w, target, &f);
+            for needle in ["smstart\tsm", "fmopa\tza", "st1w\t{za"] {
+                assert!(a.contains(needle), "{target}: no `{needle}`");
+            }
+        }
+    }
+}
+
+/// `A` read through ZA vertical slices (`za_fmopa_vread`, no transposing
+/// pack) passes `check` with 1 and 2 accumulator tiles at every streaming
+/// VL of `sme` and on `apple-m4`; the assembly loads rows of `A` into the
+/// spare tile and moves vertical slices out of it.
+#[test]
+fn sme_rows_read_through_za_pass_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
+    for (rows, cols, spare) in [(4, 4, "za1v.s"), (4, 8, "za2v.s"), (8, 4, "za3v.s")] {
+        let mm = matmul
+            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
+            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"))
+            .replace("a = cache_read(b, \"A\", at=i0, layout=[1, 0])\n", "")
+            .replace("za_fmopa", "za_fmopa_vread");
+        let f = dir.path().join(format!("vread_{rows}x{cols}.trace"));
+        std::fs::write(&f, mm).expect("write");
+        let f = f.display().to_string();
+        for target in ["sme", "apple-m4"] {
+            let t = check_ok("matmul:M=67,N=131,K=29", target, &f, None);
+            let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
+            for vl in vls {
+                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
+            }
+            let a = asm("matmul:M=67,N=131,K=29", target, &f);
+            assert!(a.contains(spare) && a.contains("ld1w\t{za") && a.contains("fmopa\tza"), "{target}: {spare}");
+        }
+    }
+}
+
+/// True if this QEMU computes the 32-bit `smopa` right. QEMU before the
+/// upstream fix "target/arm: Fix 32-bit SMOPA" (QEMU issue 2083, 2024; not
+/// in Debian 12's 7.2) writes only the first half of the tile's rows and
+/// mixes rows into odd columns. Probed with one ACLE `svmopa_za32_s8_m`.
+fn qemu_smopa_is_right(dir: &Path) -> bool {
+    let src = dir.join("smopa_probe.c");
+    std::fs::write(
+        &src,
+        r#"#include <arm_sme.h>
+#include <stdio.h>
+#include <stdint.h>
+__arm_new("za") __arm_locally_streaming static void k(const int8_t *a, const int8_t *b, int32_t *out) {
+  svbool_t p = svptrue_b8();
+  svzero_za();
+  svmopa_za32_s8_m(0, p, p, svld1_s8(p, a), svld1_s8(p, b));
+  for (uint32_t r = 0; r < 4; r++) svst1_hor_za32(0, r, svptrue_b32(), out + 4 * r);
+}
+int main(void) {
+  int8_t a[16], b[16]; int32_t out[16];
+  for (int i = 0; i < 16; i++) { a[i] = (int8_t)(i % 7 - 3); b[i] = (int8_t)(i % 5 - 2); }
+  k(a, b, out);
+  int ok = 1;
+  for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) {
+    int s = 0;
+    for (int q = 0; q < 4; q++) s += a[4 * r + q] * b[4 * c + q];
+    ok &= out[4 * r + c] == s;
+  }
+  puts(ok ? "right" : "wrong");
+  return 0;
+}
+"#,
+    )
+    .expect("write");
+    let exe = dir.join("smopa_probe");
+    let abi = root().join("codegen/runtime/scaletune_sme_abi.c");
+    let built = std::process::Command::new("clang-19")
+        .args(["--target=aarch64-linux-gnu", "-O1", "-march=armv9-a+sme", "-static", "-fuse-ld=lld"])
+        .arg(&src)
+        .arg(&abi)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("clang-19 runs");
+    assert!(built.success(), "building the smopa probe");
+    let o = std::process::Command::new("qemu-aarch64")
+        .args(["-cpu", "max,sme-default-vector-length=16"])
+        .arg(&exe)
+        .output()
+        .expect("qemu runs");
+    String::from_utf8_lossy(&o.stdout).trim() == "right"
+}
+
+/// The widening SME forms: `check` passes `matmul_f16` (widening `fmopa`,
+/// f16 pairs into f32 tiles) with 1, 2 and 4 tiles and an odd K at every
+/// streaming VL of `sme` and on `apple-m4`; `matmul_i8` compiles to `smopa`
+/// (i8 quads into i32 tiles) and passes `check` wherever QEMU computes
+/// `smopa` right (see `qemu_smopa_is_right`; the interpreter tests in
+/// `codegen/tests/sme.rs` check it at every VL regardless).
+#[test]
+fn widening_sme_schedules_pass_check_and_use_the_widening_instructions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
+    let smopa_right = qemu_smopa_is_right(dir.path());
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let mm = matmul
+            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
+            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"));
+        let f = dir.path().join(format!("mm_{rows}x{cols}.trace"));
+        std::fs::write(&f, mm).expect("write");
+        let f = f.display().to_string();
+        for target in ["sme", "apple-m4"] {
+            let t = check_ok("matmul_f16:M=67,N=131,K=29", target, &f, None);
+            let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
+            for vl in vls {
+                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
+            }
+            let a = asm("matmul_f16:M=67,N=131,K=29", target, &f);
+            assert!(a.lines().any(|l| l.contains("fmopa\tza") && l.ends_with(".h")), "{target}: no widening fmopa");
+            let a = asm("matmul_i8:M=67,N=131,K=29", target, &f);
+            assert!(a.lines().any(|l| l.contains("smopa\tza") && l.ends_with(".b")), "{target}: no smopa");
+            assert!(a.contains("smstart\tsm") && a.contains("st1w\t{za"), "{target}");
+            if smopa_right {
+                check_ok("matmul_i8:M=67,N=131,K=29", target, &f, None);
+            }
+        }
+    }
+}
+
 /// Without `--schedule`, `compile` and `check` use the naive loop nest.
 #[test]
 fn compile_and_check_the_naive_nest() {

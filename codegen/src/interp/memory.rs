@@ -318,6 +318,11 @@ impl<'a> Memory<'a> {
         }
     }
 
+    /// True if buffer `buf` holds integers.
+    pub(crate) fn holds_ints(&self, buf: BufId) -> Result<bool, InterpError> {
+        Ok(matches!(self.parts(buf)?.1, TensorData::I8(_) | TensorData::I32(_)))
+    }
+
     /// Loads float lanes at `idx` into `out` (inactive lanes yield 0).
     pub(crate) fn load_lanes_f(
         &self,

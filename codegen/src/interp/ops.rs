@@ -141,7 +141,40 @@ impl Machine<'_> {
                     Class::Bool => self.rf.set_b(dst, lane_of(self.rf.vb(*v)?, l)?),
                 }
             }
+            Op::Interleave(a, b) => self.interleave(dst, *a, *b),
+            Op::ZaReadVertical { tile, slice } => self.za_read_vertical(dst, *tile, *slice),
         }
+    }
+
+    /// `dst = a[0], b[0], a[1], b[1], ...`.
+    fn interleave(&mut self, dst: Reg, a: Reg, b: Reg) -> R {
+        fn zip<T: Copy>(out: &mut Vec<T>, x: &[T], y: &[T]) -> R {
+            same_len(x.len(), y.len())?;
+            out.clear();
+            for (&p, &q) in x.iter().zip(y) {
+                out.push(p);
+                out.push(q);
+            }
+            Ok(())
+        }
+        match self.rf.class(a) {
+            Class::Float => {
+                let mut out = take(&mut self.sf);
+                zip(&mut out, self.rf.vf(a)?, self.rf.vf(b)?)?;
+                self.sf = self.rf.put_vf(dst, out)?;
+            }
+            Class::Int => {
+                let mut out = take(&mut self.si);
+                zip(&mut out, self.rf.vi(a)?, self.rf.vi(b)?)?;
+                self.si = self.rf.put_vi(dst, out)?;
+            }
+            Class::Bool => {
+                let mut out = take(&mut self.sb);
+                zip(&mut out, self.rf.vb(a)?, self.rf.vb(b)?)?;
+                self.sb = self.rf.put_vb(dst, out)?;
+            }
+        }
+        Ok(())
     }
 
     fn dst_lanes(&self, dst: Reg) -> Result<usize, InterpError> {

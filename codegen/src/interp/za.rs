@@ -1,10 +1,11 @@
-//! SME's ZA array: four f32 tiles of `L x L` elements (`L = 4*vscale`),
-//! zeroed, loaded and stored by horizontal slices, and accumulated by
-//! outer products (`fmopa`: fused multiply-add of every row element by every
-//! column element).
+//! SME's ZA array: four 32-bit tiles of `L x L` elements (`L = 4*vscale`),
+//! f32 or i32 by use, zeroed, loaded and stored by horizontal slices, and
+//! accumulated by outer products: `fmopa` (fused multiply-add of every row
+//! element by every column element), the widening `fmopa` (pairs of f16)
+//! and `smopa` (quads of i8 into i32).
 
 use super::exec::Machine;
-use super::value::Kind;
+use super::value::{self, Class, Kind};
 use super::InterpError;
 use crate::vprog::{BufId, Reg, ZA_TILES};
 use std::mem::take;
@@ -67,7 +68,15 @@ impl Machine<'_> {
         let (at, l, idx, active) = self.za_slice(tile, row, base, mask)?;
         let mut out = take(&mut self.sf);
         out.clear();
-        self.mem.load_lanes_f(buf, &idx, &active, &mut out)?;
+        if self.mem.holds_ints(buf)? {
+            let mut ints = take(&mut self.si2);
+            ints.clear();
+            self.mem.load_lanes_i(buf, &idx, &active, &mut ints)?;
+            out.extend(ints.iter().map(|&x| x as f64));
+            self.si2 = ints;
+        } else {
+            self.mem.load_lanes_f(buf, &idx, &active, &mut out)?;
+        }
         self.stats.elements_loaded += active.iter().filter(|&&on| on).count() as u64;
         self.za[at..at + l].copy_from_slice(&out);
         self.si = idx;
@@ -82,33 +91,93 @@ impl Machine<'_> {
         self.stats.stores += 1;
         let (at, l, idx, active) = self.za_slice(tile, row, base, mask)?;
         self.stats.elements_stored += active.iter().filter(|&&on| on).count() as u64;
-        let row_values = self.za[at..at + l].to_vec();
-        self.mem.store_lanes_f(buf, &idx, &active, &row_values)?;
+        if self.mem.holds_ints(buf)? {
+            let row_values: Vec<i64> = self.za[at..at + l].iter().map(|&x| x as i64).collect();
+            self.mem.store_lanes_i(buf, &idx, &active, &row_values)?;
+        } else {
+            let row_values = self.za[at..at + l].to_vec();
+            self.mem.store_lanes_f(buf, &idx, &active, &row_values)?;
+        }
         self.si = idx;
         self.sb = active;
         Ok(())
     }
 
+    /// `dst` = vertical slice `slice` of `tile`: element `slice` of every row.
+    pub(super) fn za_read_vertical(&mut self, dst: Reg, tile: u8, slice: Reg) -> R {
+        let l = self.za_side();
+        let col = self.rf.i(slice)?;
+        if col < 0 || col as u64 >= l as u64 {
+            return Err(InterpError::LaneOutOfRange { lane: col, lanes: l });
+        }
+        let at = self.za_row(tile, 0)?;
+        let mut out = take(&mut self.sf);
+        out.clear();
+        out.extend((0..l).map(|r| self.za[at + r * l + col as usize]));
+        self.sf = self.rf.put_vf(dst, out)?;
+        Ok(())
+    }
+
+    /// An outer product into `tile`: `g` reduction elements per row and
+    /// column (1 for f32, 2 for f16 into f32, 4 for i8 into i32), each pair
+    /// of elements taking part when its lanes are active in both masks.
     pub(super) fn mopa(&mut self, tile: u8, a: Reg, b: Reg, a_mask: Option<Reg>, b_mask: Option<Reg>) -> R {
         self.stats.ops += 1;
         self.stats.vector_ops += 1;
         let l = self.za_side();
         let at = self.za_row(tile, 0)?;
-        let (va, vb) = (self.rf.vf(a)?.to_vec(), self.rf.vf(b)?.to_vec());
-        if va.len() != l || vb.len() != l {
+        let kind = self.rf.kind(a);
+        let (va, vb): (Vec<f64>, Vec<f64>) = match kind.class() {
+            Class::Float => (self.rf.vf(a)?.to_vec(), self.rf.vf(b)?.to_vec()),
+            _ => {
+                (self.rf.vi(a)?.iter().map(|&x| x as f64).collect(), self.rf.vi(b)?.iter().map(|&x| x as f64).collect())
+            }
+        };
+        let g = match kind {
+            Kind::F32 => 1,
+            Kind::F16 => 2,
+            Kind::I8 => 4,
+            _ => return Err(InterpError::Internal(format!("outer product of {kind:?} vectors"))),
+        };
+        if va.len() != g * l || vb.len() != g * l {
             return Err(InterpError::Internal(format!(
-                "outer product of {} x {} lanes into {l} x {l} tiles",
+                "outer product of {} x {} lanes into {l} x {l} tiles ({g} elements per row)",
                 va.len(),
                 vb.len()
             )));
         }
-        let rows = self.rf.mask(a_mask, l)?.map(<[bool]>::to_vec);
-        let cols = self.rf.mask(b_mask, l)?.map(<[bool]>::to_vec);
+        let rows = self.rf.mask(a_mask, g * l)?.map(<[bool]>::to_vec);
+        let cols = self.rf.mask(b_mask, g * l)?.map(<[bool]>::to_vec);
         let on = |m: &Option<Vec<bool>>, i: usize| m.as_ref().is_none_or(|m| m[i]);
-        for r in (0..l).filter(|&r| on(&rows, r)) {
-            for c in (0..l).filter(|&c| on(&cols, c)) {
+        for r in 0..l {
+            for c in 0..l {
+                let pairs = (0..g).filter(|&q| on(&rows, g * r + q) && on(&cols, g * c + q));
                 let z = &mut self.za[at + r * l + c];
-                *z = super::value::fma(Kind::F32, va[r], vb[c], *z);
+                match kind {
+                    Kind::F32 => {
+                        if pairs.count() == 1 {
+                            *z = value::fma(Kind::F32, va[r], vb[c], *z);
+                        }
+                    }
+                    // The f16 products are exact in f64; their sum is rounded
+                    // once to f32 and then added to the tile (not fused), as
+                    // QEMU computes the widening `fmopa`.
+                    Kind::F16 => {
+                        let mut dot = 0.0;
+                        let mut any = false;
+                        for q in pairs {
+                            dot += va[g * r + q] * vb[g * c + q];
+                            any = true;
+                        }
+                        if any {
+                            *z = f64::from(*z as f32 + dot as f32);
+                        }
+                    }
+                    _ => {
+                        let dot: i64 = pairs.map(|q| va[g * r + q] as i64 * vb[g * c + q] as i64).sum();
+                        *z = value::wrap_int(Kind::I32, *z as i64 + dot) as f64;
+                    }
+                }
             }
         }
         Ok(())

@@ -89,6 +89,11 @@ impl Emitter<'_> {
                 let (v, lane) = (self.load_reg(*v), self.load_reg(*lane));
                 unsafe { LLVMBuildExtractElement(b, v, lane, NONAME) }
             }
+            Op::ZaReadVertical { tile, slice } => self.za_read_vertical(*tile, *slice, ty)?,
+            Op::Interleave(x, y) => {
+                let args = [self.load_reg(*x), self.load_reg(*y)];
+                self.intrinsic("llvm.vector.interleave2", &[self.t.ty(ty)], &args)?
+            }
         })
     }
 

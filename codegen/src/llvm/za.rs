@@ -11,9 +11,10 @@
 
 use super::emit::{Emitter, NONAME};
 use super::LlvmError;
-use crate::vprog::{BufId, Lanes, Reg, Ty};
+use crate::vprog::{BufId, Elem, Lanes, Reg, Ty};
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
+use scaletune_space::DType;
 
 /// The function attribute that runs a function body in streaming mode.
 pub(crate) const STREAMING_BODY: &str = "aarch64_pstate_sm_body";
@@ -34,6 +35,15 @@ impl Emitter<'_> {
     fn slice_index(&self, row: Reg) -> LLVMValueRef {
         // SAFETY: `row` holds an i64 of this function.
         unsafe { LLVMBuildTrunc(self.b, self.load_reg(row), self.t.i32, NONAME) }
+    }
+
+    /// `mov z, p/m, za<tile>v.s[slice, 0]`: one vertical slice as a vector of type `ty`.
+    pub(crate) fn za_read_vertical(&self, tile: u8, slice: Reg, ty: Ty) -> Result<LLVMValueRef, LlvmError> {
+        let vt = self.t.ty(ty);
+        // SAFETY: constants of types of this context.
+        let (zero, all) = unsafe { (LLVMConstNull(vt), LLVMConstAllOnes(self.t.ty(Ty::mask(Lanes::scalable(4))))) };
+        let args = [zero, all, self.t.i32_const(i32::from(tile)), self.slice_index(slice)];
+        self.intrinsic("llvm.aarch64.sme.read.vert", &[vt], &args)
     }
 
     /// `zero {za<tile>.s}`: the 32-bit tile `t` is the 64-bit tiles `t` and `t + 4`.
@@ -60,7 +70,9 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `fmopa za<tile>.s, pa/m, pb/m, a, b`.
+    /// `fmopa za<tile>.s, pa/m, pb/m, a, b` on f32 vectors; on f16 vectors
+    /// the widening `fmopa` (`llvm.aarch64.sme.mopa.wide`), on i8 vectors
+    /// `smopa` (`llvm.aarch64.sme.smopa.wide`), both into 32-bit tiles.
     pub(crate) fn mopa(
         &self,
         tile: u8,
@@ -69,15 +81,21 @@ impl Emitter<'_> {
         a_mask: Option<Reg>,
         b_mask: Option<Reg>,
     ) -> Result<(), LlvmError> {
-        let vec_ty = self.t.ty(self.prog.ty(a));
-        let args = [
-            self.t.i32_const(i32::from(tile)),
-            self.za_pred(a_mask),
-            self.za_pred(b_mask),
-            self.load_reg(a),
-            self.load_reg(b),
-        ];
-        self.intrinsic("llvm.aarch64.sme.mopa", &[vec_ty], &args)?;
+        let ty = self.prog.ty(a);
+        let name = match ty.elem {
+            Elem::F32 => "llvm.aarch64.sme.mopa",
+            Elem::Data(DType::F16) => "llvm.aarch64.sme.mopa.wide",
+            Elem::Data(DType::I8) => "llvm.aarch64.sme.smopa.wide",
+            e => return Err(LlvmError::Internal(format!("outer product of {e} vectors"))),
+        };
+        let lanes = ty.lanes.ok_or_else(|| LlvmError::Internal("outer product of scalars".into()))?;
+        let pred = |m: Option<Reg>| match m {
+            Some(m) => self.load_reg(m),
+            // SAFETY: a scalable mask type of this context.
+            None => unsafe { LLVMConstAllOnes(self.t.ty(Ty::mask(lanes))) },
+        };
+        let args = [self.t.i32_const(i32::from(tile)), pred(a_mask), pred(b_mask), self.load_reg(a), self.load_reg(b)];
+        self.intrinsic(name, &[self.t.ty(ty)], &args)?;
         Ok(())
     }
 }

@@ -171,17 +171,23 @@ impl Lowerer {
         Ok(())
     }
 
-    /// The unroll hint of a serial loop under an `unroll_max_step` annotation:
-    /// full unrolling when the loop's total inner steps fit the budget.
-    fn auto_unroll(&self, l: LoopId) -> LoopHint {
+    /// The `unroll_max_step` budget of loop `l` (the innermost annotation on
+    /// it or an ancestor; 0 without one).
+    pub(super) fn unroll_budget(&self, l: LoopId) -> i64 {
         let mut chain = self.nest.ancestors(Node::Loop(l));
         chain.push(l);
-        let budget = chain
+        chain
             .iter()
             .rev()
             .find_map(|a| self.nest.loop_(*a).annotations.get("unroll_max_step"))
             .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(0);
+            .unwrap_or(0)
+    }
+
+    /// The unroll hint of a serial loop under an `unroll_max_step` annotation:
+    /// full unrolling when the loop's total inner steps fit the budget.
+    fn auto_unroll(&self, l: LoopId) -> LoopHint {
+        let budget = self.unroll_budget(l);
         if budget <= 0 {
             return LoopHint::None;
         }

@@ -92,6 +92,11 @@ impl Builder {
             Op::VLoad { buf, lanes, .. } => Ty::vector(Elem::Data(p.buffer(*buf).dtype), *lanes),
             Op::Gather { buf, indices, .. } => p.ty(*indices).with_elem(Elem::Data(p.buffer(*buf).dtype)),
             Op::Reduce(_, r) | Op::Extract(r, _) => Ty::scalar(p.ty(*r).elem),
+            Op::ZaReadVertical { .. } => Ty::vector(Elem::F32, Lanes::scalable(4)),
+            Op::Interleave(a, _) => {
+                let t = p.ty(*a);
+                Ty { elem: t.elem, lanes: t.lanes.map(|l| l.times(2)) }
+            }
         }
     }
 

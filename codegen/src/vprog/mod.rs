@@ -21,4 +21,4 @@ pub use builder::Builder;
 pub use operands::walk;
 pub use optimize::optimize;
 pub use types::*;
-pub use verify::{verify, VerifyError};
+pub use verify::{mopa_group, verify, VerifyError};

@@ -16,9 +16,10 @@ impl Op {
             Op::Copy(a) | Op::Un(_, a) | Op::Cast(a, _) | Op::Bitcast(a, _) | Op::Splat(a, _) | Op::Reduce(_, a) => {
                 vec![a]
             }
-            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) => vec![a, b],
+            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) | Op::Interleave(a, b) => vec![a, b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![a, b, c],
             Op::ActiveLaneMask { base, bound, .. } => vec![base, bound],
+            Op::ZaReadVertical { slice, .. } => vec![slice],
             Op::Load { index, .. } => vec![index],
             Op::VLoad { base, mask, .. } => std::iter::once(base).chain(mask.as_mut()).collect(),
             Op::Gather { indices, mask, .. } => std::iter::once(indices).chain(mask.as_mut()).collect(),

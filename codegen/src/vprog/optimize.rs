@@ -87,7 +87,7 @@ impl Defs {
 
     /// `op` has no effect and reads no memory.
     fn pure(op: &Op) -> bool {
-        !matches!(op, Op::Load { .. } | Op::VLoad { .. } | Op::Gather { .. })
+        !matches!(op, Op::Load { .. } | Op::VLoad { .. } | Op::Gather { .. } | Op::ZaReadVertical { .. })
     }
 
     /// `op` is pure and cannot fail, whatever its operands hold.

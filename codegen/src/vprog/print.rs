@@ -84,6 +84,8 @@ fn op_text(p: &Program, op: &Op) -> String {
         Op::Gather { buf: b, indices, mask: m } => format!("gather {}[{indices}]{}", buf(p, *b), mask(m)),
         Op::Reduce(o, r) => format!("reduce.{} {r}", format!("{o:?}").to_lowercase()),
         Op::Extract(v, i) => format!("extract {v}[{i}]"),
+        Op::Interleave(a, b) => format!("interleave {a}, {b}"),
+        Op::ZaReadVertical { tile, slice } => format!("za.readv za{tile}.s[.., {slice}]"),
     }
 }
 

@@ -72,6 +72,11 @@ impl Lanes {
         Lanes { min: n, scalable: true }
     }
 
+    /// `n` times as many lanes, scalable or not as `self`.
+    pub fn times(self, n: u32) -> Lanes {
+        Lanes { min: self.min * n, scalable: self.scalable }
+    }
+
     /// The concrete lane count at a given vscale.
     pub fn count(self, vscale: u32) -> usize {
         if self.scalable {
@@ -404,6 +409,18 @@ pub enum Op {
     Reduce(ReduceOp, Reg),
     /// Extract lane `lane` (a scalar index) of a vector.
     Extract(Reg, Reg),
+    /// Two vectors of the same type interleaved lane by lane into one of
+    /// twice the lanes: `a[0], b[0], a[1], b[1], ...` (a `zip1`/`zip2` pair).
+    Interleave(Reg, Reg),
+    /// Vertical slice `slice` (a scalar index below `L`) of the f32 ZA tile
+    /// `tile`: element `slice` of every row, as an f32 vector of `L` lanes
+    /// (SME `mova`). It reads the ZA state, so it is not pure.
+    ZaReadVertical {
+        /// Tile number, 0 to 3.
+        tile: u8,
+        /// Slice (column) number.
+        slice: Reg,
+    },
 }
 
 /// Hints attached to a loop.
@@ -506,9 +523,15 @@ pub enum Stmt {
         /// Optional mask (`L` lanes).
         mask: Option<Reg>,
     },
-    /// Outer product and accumulate (`fmopa`): `tile[r][c] += a[r] * b[c]`
-    /// (fused) for every `r` active in `a_mask` and `c` active in `b_mask`;
-    /// `a` and `b` are f32 vectors of `L` lanes (SME).
+    /// Outer product and accumulate into tile `tile` of `L x L` 32-bit
+    /// elements (SME). With `a`, `b` f32 vectors of `L` lanes (`fmopa`):
+    /// `tile[r][c] += a[r] * b[c]` (fused) for every `r` active in `a_mask`
+    /// and `c` active in `b_mask`. The widening forms hold `g` consecutive
+    /// reduction elements per row and column: f16 vectors of `2L` lanes
+    /// (`g = 2`, f32 tile, widening `fmopa`) or i8 vectors of `4L` lanes
+    /// (`g = 4`, i32 tile, `smopa`), `tile[r][c] += sum over q < g of
+    /// a[g*r + q] * b[g*c + q]` over the pairs whose lanes are active in both
+    /// masks (masks of `g*L` lanes).
     Mopa {
         /// Tile number, 0 to 3.
         tile: u8,

@@ -121,8 +121,8 @@ impl Verifier<'_> {
             Stmt::ZaLoad { tile, row, buf, base, mask } | Stmt::ZaStore { tile, row, buf, base, mask } => {
                 za_tile(*tile)?;
                 let b = self.buf(*buf)?;
-                if b.dtype != DType::F32 {
-                    return Err(format!("ZA slice of a {} buffer (f32 tiles only)", b.dtype));
+                if !matches!(b.dtype, DType::F32 | DType::I32) {
+                    return Err(format!("ZA slice of a {} buffer (32-bit tiles only)", b.dtype));
                 }
                 self.scalar_index(*row, "ZA slice")?;
                 self.scalar_index(*base, "ZA slice base")?;
@@ -130,11 +130,16 @@ impl Verifier<'_> {
             }
             Stmt::Mopa { tile, a, b, a_mask, b_mask } => {
                 za_tile(*tile)?;
-                let want = Ty::vector(Elem::F32, za_lanes());
+                let t = self.reg(*a)?;
+                let group = match t.elem {
+                    Elem::Data(d) => mopa_group(d).ok_or_else(|| format!("outer product of {d} vectors"))?,
+                    _ => return Err(format!("outer product of {t}")),
+                };
+                let want = Ty::vector(t.elem, za_lanes().times(group));
                 self.expect(*a, want, "outer product operand")?;
                 self.expect(*b, want, "outer product operand")?;
-                self.mask(*a_mask, Some(za_lanes()))?;
-                self.mask(*b_mask, Some(za_lanes()))
+                self.mask(*a_mask, Some(want.lanes.expect("vector")))?;
+                self.mask(*b_mask, want.lanes)
             }
         }
     }
@@ -256,7 +261,30 @@ impl Verifier<'_> {
                 }
                 Ty::scalar(t.elem)
             }
+            Op::ZaReadVertical { tile, slice } => {
+                za_tile(*tile)?;
+                self.scalar_index(*slice, "ZA slice")?;
+                Ty::vector(Elem::F32, za_lanes())
+            }
+            Op::Interleave(a, b) => {
+                let t = self.same(*a, *b)?;
+                match t.lanes {
+                    Some(l) => Ty { elem: t.elem, lanes: Some(l.times(2)) },
+                    None => return Err("interleave of scalars".into()),
+                }
+            }
         })
+    }
+}
+
+/// Reduction elements per row of an outer-product operand of `d` elements:
+/// 1 for f32 (`fmopa`), 2 for f16 (widening `fmopa`), 4 for i8 (`smopa`).
+pub fn mopa_group(d: DType) -> Option<u32> {
+    match d {
+        DType::F32 => Some(1),
+        DType::F16 => Some(2),
+        DType::I8 => Some(4),
+        _ => None,
     }
 }
 

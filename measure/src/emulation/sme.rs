@@ -1,7 +1,8 @@
 //! SME instructions in estimated cycles: llvm-mca (LLVM 19) has no model of
 //! them, so they are taken out of each block before llvm-mca prices the rest
 //! and priced from the target's throughput table (`[sme]` in
-//! `configs/targets/`): outer products (`fmopa`, `smopa`, ...) at
+//! `configs/targets/`): outer products (`fmopa` on f32 or, widening, f16;
+//! `smopa`; ...) at
 //! `mopa_per_cycle`, ZA horizontal slice loads and stores at
 //! `za_load_per_cycle` and `za_store_per_cycle`, and the other instructions
 //! of the ZA and streaming-mode machinery (`smstart`, `smstop`, `zero {za}`,
@@ -82,6 +83,9 @@ mod tests {
     fn sme_instructions_are_classified_and_priced_from_the_table() {
         let lines: Vec<String> = [
             "fmopa za0.s, p0/m, p1/m, z0.s, z1.s",
+            "fmopa za1.s, p0/m, p1/m, z2.h, z3.h",
+            "smopa za2.s, p0/m, p1/m, z4.b, z5.b",
+            "mov z6.s, p0/m, za3v.s[w12, 0]",
             "st1w {za0h.s[w12, 0]}, p0, [x0]",
             "ld1w {za1h.s[w13, 0]}, p1/z, [x2]",
             "ld1w {z0.s}, p0/z, [x0]",
@@ -93,9 +97,11 @@ mod tests {
         .to_vec();
         let (rest, c) = split_block(&lines);
         assert_eq!(rest, ["ld1w {z0.s}, p0/z, [x0]", "add x0, x0, #4"]);
-        assert_eq!(c, SmeCounts { mopa: 1, za_load: 1, za_store: 1, control: 2 });
+        // The widening fmopa and smopa are outer products like the f32 one
+        // (one rate for all, see the target files); a vertical slice move is control.
+        assert_eq!(c, SmeCounts { mopa: 3, za_load: 1, za_store: 1, control: 3 });
         let t = scaletune_codegen::target::Target::load("apple-m4").expect("target");
         let table = Sme { mopa_per_cycle: 2.0, za_load_per_cycle: 0.5, za_store_per_cycle: 1.0, ..t.sme.expect("sme") };
-        assert_eq!(c.cycles(&table), 0.5 + 2.0 + 1.0 + 2.0);
+        assert_eq!(c.cycles(&table), 1.5 + 2.0 + 1.0 + 3.0);
     }
 }

@@ -102,18 +102,17 @@ pub(crate) fn scalable(nest: &Nest) -> bool {
 }
 
 /// The iterators of rows and columns of a block that SME outer products can
-/// compute (`tensorize`): `C[.., i, j] += X * Y` (one reduction iterator) or
-/// `C[.., i, j] = X * Y` (none), f32 (or f16 converted to f32) reads, f32 output, `i` and `j` spatial
+/// compute (`tensorize`): `C[.., i, j] += X * Y` (reduction iterators) or
+/// `C[.., i, j] = X * Y` (none), reads of one type (f32, or f16 converted
+/// to f32, into f32; i8 converted to i32 into i32), `i` and `j` spatial
 /// and the last two indices of the output.
 pub(crate) fn outer_product_axes(nest: &Nest, b: BlockId) -> Option<(usize, usize)> {
-    use crate::workload::{BinOp, UpdateOp, Value};
-    use crate::DType;
+    use crate::workload::UpdateOp;
     let blk = nest.block(b);
     let n_reduce = blk.iters.iter().filter(|it| it.kind == AxisKind::Reduce).count();
-    let op_fits = matches!((blk.op, n_reduce), (UpdateOp::Add, 1) | (UpdateOp::Assign, 0));
-    let product = matches!(&blk.rhs, Value::Bin(BinOp::Mul, x, y)
-        if crate::schedule::f32_read(x).is_some() && crate::schedule::f32_read(y).is_some());
-    if !op_fits || !product || nest.tensor(blk.lhs.tensor).dtype != DType::F32 {
+    let op_fits = matches!((blk.op, n_reduce), (UpdateOp::Add, 1..) | (UpdateOp::Assign, 0));
+    let product = crate::schedule::mopa_operands(&blk.rhs, nest.tensor(blk.lhs.tensor).dtype).is_some();
+    if !op_fits || !product {
         return None;
     }
     let iter_of = |e: &Expr| match e {

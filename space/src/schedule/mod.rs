@@ -14,8 +14,8 @@ mod region;
 mod reorder;
 mod split;
 mod tensorize;
-pub(crate) use tensorize::f32_read;
-pub use tensorize::{OuterProduct, TENSORIZE_KEY, ZA_FMOPA, ZA_LANES_PER_VSCALE};
+pub(crate) use tensorize::mopa_operands;
+pub use tensorize::{OuterProduct, TENSORIZE_KEY, ZA_FMOPA, ZA_FMOPA_VREAD, ZA_LANES_PER_VSCALE};
 mod vectors;
 
 #[cfg(test)]

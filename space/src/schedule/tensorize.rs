@@ -1,14 +1,18 @@
 //! `tensorize`: an outer-product loop nest as SME outer products accumulated in ZA tiles.
 //!
 //! The micro-kernel is a loop `k` (the reduction; absent for a plain outer
-//! product) whose only child is a loop `i` of rows, whose only child is a
+//! product; several nested reduction loops are one reduction, as the filter
+//! taps and channels of a convolution) whose only child is a loop `i` of rows, whose only child is a
 //! loop `j` of columns, whose only child is one block `C[.., i, j] (+)= X[..i..] * Y[..j..]`.
 //! `i` and `j` have extents `R * L` and `C * L` where `L = 4*vscale` is the
 //! number of f32 lanes of a streaming vector (one ZA tile is `L x L`) and
 //! `R, C` are 1 or 2: one ZA tile per `L x L` block of the output, at most
 //! four (`za0.s`..`za3.s`). `X` must be contiguous along `i` (pack it
 //! transposed with `cache_read(.., layout=[1, 0])`) and `Y` along `j`;
-//! predicates that do not fill a tile become lane masks.
+//! predicates that do not fill a tile become lane masks. The reads are f32
+//! into an f32 output (`fmopa`), f16 converted to f32 into an f32 output
+//! (the widening `fmopa`, two reduction steps per outer product) or i8
+//! converted to i32 into an i32 output (`smopa`, four reduction steps).
 
 use super::{ErrorKind, Result, ScheduleError};
 use crate::expr::{linear_in, simplify, Expr};
@@ -23,8 +27,16 @@ const PRIM: &str = "tensorize";
 /// The loop annotation that marks a tensorized micro-kernel (set only by [`Nest::tensorize`]).
 pub const TENSORIZE_KEY: &str = "tensorize";
 
-/// The one tensor intrinsic: f32 outer products (`fmopa`) accumulated in ZA tiles.
+/// The tensor intrinsic: outer products (`fmopa`, widening `fmopa`,
+/// `smopa`) accumulated in ZA tiles, both operands contiguous vectors.
 pub const ZA_FMOPA: &str = "za_fmopa";
+
+/// The same outer products with the row operand `X` read through ZA: each
+/// chunk of `L` reduction steps loads `L` rows of `X` (contiguous along the
+/// reduction) into a spare ZA tile as horizontal slices and reads them out
+/// as vertical slices, instead of a transposing pack. f32 only, one
+/// reduction loop, and a spare tile per tile row (1x1, 1x2 or 2x1 tiles).
+pub const ZA_FMOPA_VREAD: &str = "za_fmopa_vread";
 
 /// Lanes per vscale of one streaming vector of f32 (the side of a ZA tile).
 pub const ZA_LANES_PER_VSCALE: u32 = 4;
@@ -32,8 +44,11 @@ pub const ZA_LANES_PER_VSCALE: u32 = 4;
 /// A tensorized micro-kernel, as lowering needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OuterProduct {
-    /// The reduction loop (`k`), if any.
-    pub reduction: Option<LoopId>,
+    /// The reduction loops (`k`), outermost first: none for a plain outer
+    /// product, several when each is the only child of the one before (the
+    /// filter taps and channels of a convolution); the tiles accumulate
+    /// over all of them.
+    pub reductions: Vec<LoopId>,
     /// The loop of rows (`i`).
     pub rows: LoopId,
     /// The loop of columns (`j`).
@@ -44,6 +59,9 @@ pub struct OuterProduct {
     pub row_tiles: u32,
     /// ZA tiles across the columns (1 or 2).
     pub col_tiles: u32,
+    /// The element type of both operands: f32, f16 (widening `fmopa` into
+    /// f32 tiles) or i8 (`smopa` into i32 tiles).
+    pub input: DType,
     /// The operand contiguous along the rows (`X`), as written in the block.
     pub row_operand: Access,
     /// The operand contiguous along the columns (`Y`).
@@ -54,16 +72,23 @@ pub struct OuterProduct {
     pub col_preds: Vec<Pred>,
     /// Predicates over neither (conditions on the whole micro-kernel).
     pub outer_preds: Vec<Pred>,
+    /// The row operand is read through ZA vertical slices ([`ZA_FMOPA_VREAD`]):
+    /// contiguous along the reduction loop, not along the rows.
+    pub rows_via_za: bool,
 }
 
 impl Nest {
-    /// Marks loop `l` as an SME micro-kernel (`intrin` is `za_fmopa`): see
-    /// the module documentation for the loop structure it needs.
+    /// Marks loop `l` as an SME micro-kernel (`intrin` is `za_fmopa` or
+    /// `za_fmopa_vread`): see the module documentation for the loop
+    /// structure it needs.
     pub fn tensorize(&mut self, l: LoopId, intrin: &str) -> Result<()> {
-        if intrin != ZA_FMOPA {
-            return Err(err(ErrorKind::LoopKind, format!("unknown tensor intrinsic `{intrin}` (known: {ZA_FMOPA})")));
+        if intrin != ZA_FMOPA && intrin != ZA_FMOPA_VREAD {
+            return Err(err(
+                ErrorKind::LoopKind,
+                format!("unknown tensor intrinsic `{intrin}` (known: {ZA_FMOPA}, {ZA_FMOPA_VREAD})"),
+            ));
         }
-        self.outer_product(l)?;
+        self.outer_product_as(l, intrin == ZA_FMOPA_VREAD)?;
         self.loop_mut(l).annotations.insert(TENSORIZE_KEY.to_string(), intrin.to_string());
         Ok(())
     }
@@ -73,8 +98,17 @@ impl Nest {
         self.loop_(l).annotations.contains_key(TENSORIZE_KEY)
     }
 
-    /// The outer product that loop `l` computes, or why it is not one that ZA tiles can hold.
+    /// The outer product that loop `l` computes, or why it is not one that
+    /// ZA tiles can hold (read through ZA if `l` is tensorized with
+    /// [`ZA_FMOPA_VREAD`]).
     pub fn outer_product(&self, l: LoopId) -> Result<OuterProduct> {
+        self.check_loop(PRIM, l)?;
+        let via_za = self.loop_(l).annotations.get(TENSORIZE_KEY).is_some_and(|v| v == ZA_FMOPA_VREAD);
+        self.outer_product_as(l, via_za)
+    }
+
+    /// [`Nest::outer_product`] with the row operand read through ZA or not.
+    fn outer_product_as(&self, l: LoopId, rows_via_za: bool) -> Result<OuterProduct> {
         self.check_loop(PRIM, l)?;
         if !self.caps.has_sme {
             return Err(err(ErrorKind::LoopKind, "needs SME streaming code: use_vectors(\"sme\") first".into()));
@@ -87,17 +121,17 @@ impl Nest {
             [Node::Block(b)] => Some(*b),
             _ => None,
         };
-        let (reduction, rows, cols, block) = match only_loop(l) {
-            Some(r) => match (only_loop(r), only_block(r)) {
-                (Some(c), _) => match only_block(c) {
-                    Some(b) => (Some(l), r, c, b),
-                    None => return Err(self.shape_error(l)),
-                },
-                (None, Some(b)) => (None, l, r, b),
-                _ => return Err(self.shape_error(l)),
-            },
-            None => return Err(self.shape_error(l)),
+        // `l`, then every loop that is the only child of the one before.
+        let mut chain = vec![l];
+        while let Some(c) = only_loop(*chain.last().expect("non-empty")) {
+            chain.push(c);
+        }
+        let block = match (chain.len(), only_block(*chain.last().expect("non-empty"))) {
+            (2.., Some(b)) => b,
+            _ => return Err(self.shape_error(l)),
         };
+        let (rows, cols) = (chain[chain.len() - 2], chain[chain.len() - 1]);
+        let reductions = chain[..chain.len() - 2].to_vec();
         if let Some(p) = self.ancestors(Node::Loop(l)).into_iter().find(|a| self.loop_(*a).kind == LoopKind::Parallel) {
             return Err(err(
                 ErrorKind::LoopKind,
@@ -108,7 +142,7 @@ impl Nest {
                 ),
             ));
         }
-        for x in [Some(rows), Some(cols), reduction].into_iter().flatten() {
+        for x in [rows, cols].into_iter().chain(reductions.iter().copied()) {
             if self.loop_(x).kind != LoopKind::Serial {
                 return Err(err(
                     ErrorKind::LoopKind,
@@ -121,8 +155,8 @@ impl Nest {
             }
         }
         let blk = self.block(block);
-        match (blk.op, reduction) {
-            (UpdateOp::Add, _) | (UpdateOp::Assign, None) => {}
+        match (blk.op, reductions.is_empty()) {
+            (UpdateOp::Add, _) | (UpdateOp::Assign, true) => {}
             _ => {
                 return Err(err(
                     ErrorKind::Structure,
@@ -130,20 +164,18 @@ impl Nest {
                 ))
             }
         }
-        if self.tensor(blk.lhs.tensor).dtype != DType::F32 {
-            return Err(err(ErrorKind::Structure, format!("block `{}` must write f32", blk.name)));
+        let out_dtype = self.tensor(blk.lhs.tensor).dtype;
+        if !matches!(out_dtype, DType::F32 | DType::I32) {
+            return Err(err(ErrorKind::Structure, format!("block `{}` must write f32 or i32", blk.name)));
         }
-        let (x, y) = match &blk.rhs {
-            Value::Bin(BinOp::Mul, x, y) => match (f32_read(x), f32_read(y)) {
-                (Some(x), Some(y)) => (x.clone(), y.clone()),
-                _ => return Err(self.value_error(block)),
-            },
-            _ => return Err(self.value_error(block)),
+        let (x, y, input) = match mopa_operands(&blk.rhs, out_dtype) {
+            Some((x, y, input)) => (x.clone(), y.clone(), input),
+            None => return Err(self.value_error(block)),
         };
         let row_tiles = self.tiles_of(rows)?;
         let col_tiles = self.tiles_of(cols)?;
         let (iv, jv) = (self.loop_(rows).var, self.loop_(cols).var);
-        let kv = reduction.map(|k| self.loop_(k).var);
+        let kvs: Vec<VarId> = reductions.iter().map(|k| self.loop_(*k).var).collect();
         let flat = |a: &Access| {
             let bound: Vec<Expr> = a.indices.iter().map(|e| self.bind(block, e)).collect();
             self.flat_index(a.tensor, &bound)
@@ -166,7 +198,32 @@ impl Nest {
             ));
         };
         let (fr, fc) = (flat(&row_operand), flat(&col_operand));
+        if rows_via_za {
+            let tiles = row_tiles * col_tiles + row_tiles;
+            let name = &self.tensor(row_operand.tensor).name;
+            let why = if input != DType::F32 {
+                Some(format!("reads {input} operands (f32 only)"))
+            } else if tiles > u32::from(4u8) {
+                Some(format!("needs {tiles} ZA tiles ({row_tiles}x{col_tiles} and one per tile row; 4 exist)"))
+            } else if kvs.len() != 1 {
+                Some("needs exactly one reduction loop".into())
+            } else if !unit(&fr, kvs[0]) || linear_in(&fr, iv, self).is_none() {
+                Some(format!(
+                    "operand `{name}` must be contiguous along `{}` and linear in `{}`",
+                    self.loop_name(reductions[0]),
+                    self.loop_name(rows)
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(err(ErrorKind::Structure, format!("{ZA_FMOPA_VREAD}: the micro-kernel {why}")));
+            }
+        }
         for (f, a, v, lp) in [(&fr, &row_operand, iv, rows), (&fc, &col_operand, jv, cols)] {
+            if rows_via_za && v == iv {
+                continue;
+            }
             if !unit(f, v) {
                 let name = &self.tensor(a.tensor).name;
                 return Err(err(
@@ -179,7 +236,7 @@ impl Nest {
             }
         }
         let fo = flat(&blk.lhs);
-        if !unit(&fo, jv) || linear_in(&fo, iv, self).is_none() || kv.is_some_and(|k| fo.uses_var(k)) {
+        if !unit(&fo, jv) || linear_in(&fo, iv, self).is_none() || kvs.iter().any(|k| fo.uses_var(*k)) {
             return Err(err(
                 ErrorKind::Structure,
                 format!(
@@ -192,7 +249,7 @@ impl Nest {
         let (mut row_preds, mut col_preds, mut outer_preds) = (Vec::new(), Vec::new(), Vec::new());
         for p in &blk.predicates {
             let uses = |v: VarId| p.lhs.uses_var(v) || p.rhs.uses_var(v);
-            let bad = kv.is_some_and(uses)
+            let bad = kvs.iter().any(|k| uses(*k))
                 || (uses(iv) && uses(jv))
                 || p.rhs.uses_var(iv)
                 || p.rhs.uses_var(jv)
@@ -215,17 +272,19 @@ impl Nest {
             }
         }
         Ok(OuterProduct {
-            reduction,
+            reductions,
             rows,
             cols,
             block,
             row_tiles,
             col_tiles,
+            input,
             row_operand,
             col_operand,
             row_preds,
             col_preds,
             outer_preds,
+            rows_via_za,
         })
     }
 
@@ -249,7 +308,7 @@ impl Nest {
         err(
             ErrorKind::Structure,
             format!(
-                "loop `{}` must hold exactly a loop of rows holding a loop of columns holding one block (after an optional reduction loop)",
+                "loop `{}` must hold exactly a loop of rows holding a loop of columns holding one block (after optional reduction loops, each the only child of the one before)",
                 self.loop_name(l)
             ),
         )
@@ -259,20 +318,43 @@ impl Nest {
         err(
             ErrorKind::Structure,
             format!(
-                "block `{}` must compute the product of two f32 (or f16 converted to f32) tensor reads",
+                "block `{}` must compute the product of two tensor reads of one type: f32, f16 converted to f32 \
+                 (into f32), or i8 converted to i32 (into i32)",
                 self.block(b).name
             ),
         )
     }
 }
 
-/// The access of an f32 read, or of an f16 read converted to f32
-/// (converted in registers before the f32 outer product).
-pub(crate) fn f32_read(v: &Value) -> Option<&Access> {
+/// The two reads of a product `X * Y` that an outer product into a tile of
+/// `out` elements computes, and their element type: f32 reads into f32,
+/// f16 reads converted to f32 into f32, i8 reads converted to i32 into i32.
+pub(crate) fn mopa_operands(v: &Value, out: DType) -> Option<(&Access, &Access, DType)> {
+    let read = |v: &'_ Value| -> Option<(DType, DType)> {
+        match v {
+            Value::Read(_, DType::F32) => Some((DType::F32, DType::F32)),
+            Value::Cast(to, inner) => match &**inner {
+                Value::Read(_, from) => Some((*from, *to)),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let Value::Bin(BinOp::Mul, x, y) = v else { return None };
+    let (tx, ty) = (read(x)?, read(y)?);
+    let fits = matches!(tx, (DType::F32, DType::F32) | (DType::F16, DType::F32) | (DType::I8, DType::I32));
+    if tx != ty || !fits || tx.1 != out {
+        return None;
+    }
+    Some((inner_read(x)?, inner_read(y)?, tx.0))
+}
+
+/// The access of a read, or of a converted read.
+fn inner_read(v: &Value) -> Option<&Access> {
     match v {
-        Value::Read(a, DType::F32) => Some(a),
-        Value::Cast(DType::F32, inner) => match &**inner {
-            Value::Read(a, DType::F16) => Some(a),
+        Value::Read(a, _) => Some(a),
+        Value::Cast(_, inner) => match &**inner {
+            Value::Read(a, _) => Some(a),
             _ => None,
         },
         _ => None,

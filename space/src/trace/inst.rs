@@ -174,8 +174,9 @@ pub enum Inst {
         /// Value.
         value: SArg,
     },
-    /// `tensorize(loop, intrin="za_fmopa")`: the loop (a reduction over an
-    /// outer product, or the outer product's rows) becomes an SME
+    /// `tensorize(loop, intrin="za_fmopa")` (or `"za_fmopa_vread"`: the row
+    /// operand read through ZA vertical slices): the loop (a reduction over
+    /// an outer product, or the outer product's rows) becomes an SME
     /// micro-kernel accumulating in ZA tiles.
     Tensorize {
         /// The micro-kernel's outermost loop.

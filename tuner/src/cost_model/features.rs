@@ -14,10 +14,11 @@ use scaletune_space::workload::Workload;
 use std::collections::HashMap;
 
 /// Names of the features, in vector order (for reports and debugging).
-pub const NAMES: [&str; 33] = [
+pub const NAMES: [&str; 34] = [
     "kind_neon",
     "kind_sve_vls",
     "kind_sve_vla",
+    "kind_sme",
     "kind_rvv",
     "kind_x86",
     "kind_scalar",
@@ -197,6 +198,10 @@ impl Walk<'_> {
                 self.c.lane_masks += w;
                 None
             }
+            Op::Interleave(..) | Op::ZaReadVertical { .. } => {
+                self.c.vector_ops += w;
+                None
+            }
             Op::Bitcast(..) | Op::Splat(..) | Op::Step(..) | Op::Extract(..) | Op::Const(_) => None,
         };
         match value {
@@ -349,8 +354,9 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
     let f = vec![
         one_hot(|k| k == VectorKind::Neon),
         one_hot(|k| k == VectorKind::Sve),
-        // Streaming SME code is length-agnostic scalable code too.
-        one_hot(|k| matches!(k, VectorKind::SveVla | VectorKind::Sme)),
+        one_hot(|k| k == VectorKind::SveVla),
+        // Streaming SME code (ZA outer products) is a kind of its own.
+        one_hot(|k| k == VectorKind::Sme),
         one_hot(|k| matches!(k, VectorKind::Rvv | VectorKind::RvvVla | VectorKind::RvvFixed(_))),
         one_hot(|k| matches!(k, VectorKind::Avx512 | VectorKind::Avx2 | VectorKind::Sse)),
         f32::from(u8::from(c.vector_ops == 0.0)),
@@ -395,8 +401,12 @@ mod tests {
     use scaletune_space::workload::WorkloadRef;
 
     fn feature_map(schedule: &str, vl: u32) -> HashMap<&'static str, f32> {
+        feature_map_on("sve-generic", schedule, vl)
+    }
+
+    fn feature_map_on(target: &str, schedule: &str, vl: u32) -> HashMap<&'static str, f32> {
         let w = WorkloadRef::parse("matmul:M=64,N=60,K=32").expect("ref").load().expect("loads");
-        let target = Target::load("sve-generic").expect("target");
+        let target = Target::load(target).expect("target");
         let mut nest = initial_nest(&w, &target);
         parse_trace(schedule).expect("parses").apply(&mut nest).expect("applies");
         let prog = lower_nest(&w, &nest).expect("lowers");
@@ -439,6 +449,18 @@ mod tests {
             f["hot_loads_per_mul"],
             g["hot_loads_per_mul"]
         );
+    }
+
+    #[test]
+    fn sme_kernels_have_a_kind_of_their_own() {
+        let sme = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+                   i0, i1 = split(i, factors=[None, 4*vscale])\nj0, j1 = split(j, factors=[None, 4*vscale])\n\
+                   reorder(i0, j0, k, i1, j1)\na = cache_read(b, \"A\", at=i0, layout=[1, 0])\n\
+                   tensorize(k, intrin=\"za_fmopa\")\n";
+        let f = feature_map_on("sme", sme, 512);
+        assert_eq!((f["kind_sme"], f["kind_sve_vla"]), (1.0, 0.0));
+        let g = feature_map_on("sme", VLA, 512);
+        assert_eq!((g["kind_sme"], g["kind_sve_vla"]), (0.0, 1.0));
     }
 
     #[test]

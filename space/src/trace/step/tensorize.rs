@@ -5,7 +5,7 @@ use crate::ir::Nest;
 use crate::trace::apply::Env;
 use crate::trace::{LoopRv, TraceError};
 
-/// `tensorize(loop, intrin="za_fmopa")`.
+/// `tensorize(loop, intrin="za_fmopa")` or `intrin="za_fmopa_vread"`.
 pub(super) fn tensorize(env: &mut Env, nest: &mut Nest, loop_: LoopRv, intrin: &str) -> Result<Stepped, TraceError> {
     let l = env.loop_(loop_)?;
     nest.tensorize(l, intrin).map_err(|e| env.sched(e))?;
