@@ -11,6 +11,14 @@ fn sched(name: &str) -> String {
     format!("configs/schedules/{name}.trace")
 }
 
+/// `trace` with its two ZA tile splits, of loops `row` and `col` into
+/// `default*vscale` steps, changed to `rows*vscale` and `cols*vscale`.
+fn with_za_tiles(trace: &str, (row, col): (&str, &str), default: u32, rows: u32, cols: u32) -> String {
+    let split = |var: &str, n: u32| format!("split({var}, factors=[None, {n}*vscale])");
+    assert!(trace.contains(&split(row, default)) && trace.contains(&split(col, default)), "{trace}");
+    trace.replace(&split(row, default), &split(row, rows)).replace(&split(col, default), &split(col, cols))
+}
+
 fn check_ok(workload: &str, target: &str, schedule: &str, vls: Option<&str>) -> String {
     let mut args = vec!["check", workload, "--target", target, "--schedule", schedule];
     if let Some(v) = vls {
@@ -134,12 +142,8 @@ fn sme_schedules_with_1_2_and_4_tiles_pass_check_on_sme_and_apple_m4() {
     let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
     let outer = std::fs::read_to_string(common::root().join(sched("outer_product_sme"))).expect("trace");
     for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
-        let mm = matmul
-            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
-            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"));
-        let op = outer
-            .replace("split(a, factors=[None, 4*vscale])", &format!("split(a, factors=[None, {rows}*vscale])"))
-            .replace("split(c, factors=[None, 4*vscale])", &format!("split(c, factors=[None, {cols}*vscale])"));
+        let mm = with_za_tiles(&matmul, ("i", "j"), 8, rows, cols);
+        let op = with_za_tiles(&outer, ("a", "c"), 4, rows, cols);
         let (mm_file, op_file) = (dir.path().join(format!("mm_{rows}x{cols}.trace")), dir.path().join("op.trace"));
         std::fs::write(&mm_file, mm).expect("write");
         std::fs::write(&op_file, op).expect("write");
@@ -167,9 +171,7 @@ fn sme_matmul_512_cubed_passes_check_with_1_2_and_4_tiles() {
     let dir = tempfile::tempdir().expect("tempdir");
     let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
     for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
-        let mm = matmul
-            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
-            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"));
+        let mm = with_za_tiles(&matmul, ("i", "j"), 8, rows, cols);
         let f = dir.path().join(format!("mm_{rows}x{cols}.trace"));
         std::fs::write(&f, mm).expect("write");
         let f = f.display().to_string();
@@ -190,9 +192,7 @@ fn sme_conv2d_nhwc_passes_check_with_1_2_and_4_tiles() {
     let dir = tempfile::tempdir().expect("tempdir");
     let conv = std::fs::read_to_string(common::root().join(sched("conv2d_nhwc_sme"))).expect("trace");
     for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
-        let t = conv
-            .replace("split(ow, factors=[None, 4*vscale])", &format!("split(ow, factors=[None, {rows}*vscale])"))
-            .replace("split(f, factors=[None, 4*vscale])", &format!("split(f, factors=[None, {cols}*vscale])"));
+        let t = with_za_tiles(&conv, ("ow", "f"), 4, rows, cols);
         let f = dir.path().join(format!("conv_{rows}x{cols}.trace"));
         std::fs::write(&f, t).expect("write");
         let f = f.display().to_string();
@@ -220,9 +220,7 @@ fn sme_rows_read_through_za_pass_check() {
     let dir = tempfile::tempdir().expect("tempdir");
     let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
     for (rows, cols, spare) in [(4, 4, "za1v.s"), (4, 8, "za2v.s"), (8, 4, "za3v.s")] {
-        let mm = matmul
-            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
-            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"))
+        let mm = with_za_tiles(&matmul, ("i", "j"), 8, rows, cols)
             .replace("a = cache_read(b, \"A\", at=i0, layout=[1, 0])\n", "")
             .replace("za_fmopa", "za_fmopa_vread");
         let f = dir.path().join(format!("vread_{rows}x{cols}.trace"));
@@ -304,9 +302,7 @@ fn widening_sme_schedules_pass_check_and_use_the_widening_instructions() {
     let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
     let smopa_right = qemu_smopa_is_right(dir.path());
     for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
-        let mm = matmul
-            .replace("split(i, factors=[None, 8*vscale])", &format!("split(i, factors=[None, {rows}*vscale])"))
-            .replace("split(j, factors=[None, 8*vscale])", &format!("split(j, factors=[None, {cols}*vscale])"));
+        let mm = with_za_tiles(&matmul, ("i", "j"), 8, rows, cols);
         let f = dir.path().join(format!("mm_{rows}x{cols}.trace"));
         std::fs::write(&f, mm).expect("write");
         let f = f.display().to_string();
