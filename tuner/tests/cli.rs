@@ -19,6 +19,21 @@ fn with_za_tiles(trace: &str, (row, col): (&str, &str), default: u32, rows: u32,
     trace.replace(&split(row, default), &split(row, rows)).replace(&split(col, default), &split(col, cols))
 }
 
+/// Asserts that the `check` output `t` reports `ok` at each of `vls`.
+fn assert_ok_at(t: &str, vls: &[u32], what: &str) {
+    for vl in vls {
+        assert!(t.contains(&format!("VL {vl:>4}: ok")), "{what} VL {vl}: {t}");
+    }
+}
+
+/// Asserts that the SME assembly `a` enters streaming mode, accumulates with
+/// `fmopa` and stores a ZA slice.
+fn assert_streaming_fmopa_and_slice_store(a: &str, target: &str) {
+    for needle in ["smstart\tsm", "fmopa\tza", "st1w\t{za"] {
+        assert!(a.contains(needle), "{target}: no `{needle}`");
+    }
+}
+
 fn check_ok(workload: &str, target: &str, schedule: &str, vls: Option<&str>) -> String {
     let mut args = vec!["check", workload, "--target", target, "--schedule", schedule];
     if let Some(v) = vls {
@@ -151,14 +166,10 @@ fn sme_schedules_with_1_2_and_4_tiles_pass_check_on_sme_and_apple_m4() {
         for target in ["sme", "apple-m4"] {
             let t = check_ok("matmul:M=67,N=131,K=29", target, &mm_file, None);
             let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
-            for vl in vls {
-                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
-            }
+            assert_ok_at(&t, vls, &format!("{target} {rows}x{cols}"));
             check_ok("outer_product", target, &op_file, None);
             let a = asm("matmul:M=67,N=131,K=29", target, &mm_file);
-            for needle in ["smstart\tsm", "fmopa\tza", "st1w\t{za"] {
-                assert!(a.contains(needle), "{target}: no `{needle}`");
-            }
+            assert_streaming_fmopa_and_slice_store(&a, target);
         }
     }
 }
@@ -176,9 +187,7 @@ fn sme_matmul_512_cubed_passes_check_with_1_2_and_4_tiles() {
         std::fs::write(&f, mm).expect("write");
         let f = f.display().to_string();
         let t = check_ok("matmul:M=512,N=512,K=512", "sme", &f, Some("128,512,2048"));
-        for vl in [128, 512, 2048] {
-            assert!(t.contains(&format!("VL {vl:>4}: ok")), "sme {rows}x{cols}: {t}");
-        }
+        assert_ok_at(&t, &[128, 512, 2048], &format!("sme {rows}x{cols}"));
         let t = check_ok("matmul:M=512,N=512,K=512", "apple-m4", &f, None);
         assert!(t.contains("VL  512: ok"), "apple-m4 {rows}x{cols}: {t}");
     }
@@ -200,13 +209,9 @@ fn sme_conv2d_nhwc_passes_check_with_1_2_and_4_tiles() {
             let w = "conv2d_nhwc:N=2,H=6,WI=9,C=5,F=13";
             let t = check_ok(w, target, &f, None);
             let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
-            for vl in vls {
-                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
-            }
+            assert_ok_at(&t, vls, &format!("{target} {rows}x{cols}"));
             let a = asm(w, target, &f);
-            for needle in ["smstart\tsm", "fmopa\tza", "st1w\t{za"] {
-                assert!(a.contains(needle), "{target}: no `{needle}`");
-            }
+            assert_streaming_fmopa_and_slice_store(&a, target);
         }
     }
 }
@@ -229,9 +234,7 @@ fn sme_rows_read_through_za_pass_check() {
         for target in ["sme", "apple-m4"] {
             let t = check_ok("matmul:M=67,N=131,K=29", target, &f, None);
             let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
-            for vl in vls {
-                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
-            }
+            assert_ok_at(&t, vls, &format!("{target} {rows}x{cols}"));
             let a = asm("matmul:M=67,N=131,K=29", target, &f);
             assert!(a.contains(spare) && a.contains("ld1w\t{za") && a.contains("fmopa\tza"), "{target}: {spare}");
         }
@@ -309,9 +312,7 @@ fn widening_sme_schedules_pass_check_and_use_the_widening_instructions() {
         for target in ["sme", "apple-m4"] {
             let t = check_ok("matmul_f16:M=67,N=131,K=29", target, &f, None);
             let vls: &[u32] = if target == "sme" { &[128, 256, 512, 1024, 2048] } else { &[512] };
-            for vl in vls {
-                assert!(t.contains(&format!("VL {vl:>4}: ok")), "{target} {rows}x{cols}: {t}");
-            }
+            assert_ok_at(&t, vls, &format!("{target} {rows}x{cols}"));
             let a = asm("matmul_f16:M=67,N=131,K=29", target, &f);
             assert!(a.lines().any(|l| l.contains("fmopa\tza") && l.ends_with(".h")), "{target}: no widening fmopa");
             let a = asm("matmul_i8:M=67,N=131,K=29", target, &f);
