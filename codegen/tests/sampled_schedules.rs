@@ -64,8 +64,12 @@ fn interpret(w: &scaletune_space::workload::Workload, nest: &Nest, text: &str, s
 }
 
 fn check(wi: usize, ti: usize, seed: u64) -> Result<(), TestCaseError> {
-    let w = load(WORKLOADS[wi]).expect("loads");
-    let t = Target::load(TARGETS[ti]).expect("target");
+    check_on(WORKLOADS[wi], TARGETS[ti], seed)
+}
+
+fn check_on(workload: &str, target: &str, seed: u64) -> Result<(), TestCaseError> {
+    let w = load(workload).expect("loads");
+    let t = Target::load(target).expect("target");
     let nest = initial_nest(&w, &t);
     let space = DesignSpace::generate(&nest);
     prop_assert!(!space.traces.is_empty());
@@ -110,6 +114,21 @@ proptest! {
         seed in any::<u64>(),
     ) {
         check(wi, ti, seed)?;
+    }
+}
+
+/// Extents without good divisors on fixed-length targets: rows prime (any
+/// register tile up to 8, the last rows guarded) and columns that no
+/// multiple of a vector divides (vectors with a sampled tail). Every draw,
+/// and its mutants, computes the reference.
+#[test]
+fn irregular_extents_on_fixed_targets_compute_the_reference() {
+    for target in ["host", "neon"] {
+        for seed in 0..24 {
+            if let Err(e) = check_on("matmul:M=13,N=22,K=5", target, seed) {
+                panic!("{target}, seed {seed}: {e}");
+            }
+        }
     }
 }
 

@@ -377,4 +377,55 @@ mod tests {
         }
         assert!(errors.values().sum::<usize>() < 20, "{errors:#?}");
     }
+
+    /// The tiling instruction of each of the block's first two axes (`l2`
+    /// rows, `l3` columns) in a fixed-length design space of `reference`.
+    fn axis_tilings(reference: &str, bits: u32) -> (Inst, Inst) {
+        let w = load(reference).expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(bits)));
+        let insts = &space.traces[0].trace.insts;
+        let of = |axis: usize| {
+            insts
+                .iter()
+                .filter(|i| matches!(i, Inst::SamplePerfectTile { .. } | Inst::SampleMixedTile { .. }))
+                .nth(axis)
+                .cloned()
+                .expect("a tiling")
+        };
+        (of(0), of(1))
+    }
+
+    #[test]
+    fn irregular_extents_are_tiled_without_requiring_divisors_on_fixed_targets() {
+        // 127 rows (prime) would only allow register tiles of 1 or 127, and no
+        // multiple of the 8 lanes of a 256-bit f32 vector divides 255.
+        let (rows, cols) = axis_tilings("matmul:M=127,N=255,K=63", 256);
+        assert!(
+            matches!(rows, Inst::SampleMixedTile { n: 4, max_innermost_fixed: 8, max_innermost_vscale: 0, .. }),
+            "{rows:?}"
+        );
+        assert!(matches!(cols, Inst::SampleMixedTile { n: 4, max_innermost_vscale: 4, .. }), "{cols:?}");
+        // Extents with good divisors keep their perfect tilings.
+        let (rows, cols) = axis_tilings("matmul:M=512,N=512,K=512", 256);
+        assert!(matches!(rows, Inst::SamplePerfectTile { max_innermost_factor: 8, .. }), "{rows:?}");
+        assert!(matches!(cols, Inst::SamplePerfectTile { .. }), "{cols:?}");
+        // Draws of the irregular space give register tiles of every size up to 8.
+        let w = load("matmul:M=127,N=255,K=63").expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(256)));
+        let mut rng = task_rng(5, 0);
+        let mut innermost = std::collections::BTreeSet::new();
+        for _ in 0..300 {
+            let mut n = space.nest.clone();
+            let (t, _) = space.traces[0].trace.sample(&mut n, &mut rng).expect("draws");
+            if let Some(Inst::SampleMixedTile { decision: Some(d), .. }) =
+                t.insts.iter().find(|i| matches!(i, Inst::SampleMixedTile { max_innermost_vscale: 0, .. }))
+            {
+                match crate::sample::TileChoice::from_texpr(d.last().expect("a decision")) {
+                    Some(crate::sample::TileChoice::Fixed(f)) => innermost.insert(f),
+                    other => panic!("a register tile of {other:?}"),
+                };
+            }
+        }
+        assert_eq!(innermost, (1..=8).collect());
+    }
 }

@@ -172,7 +172,9 @@ pub fn explore(w: &Workload, target: &Target, a: &ExploreArgs, rt: &Handle) -> E
     let how = match size {
         Count::Exact(_) => "exact",
         Count::AtMost(_) => "an upper bound: some domains depend on earlier decisions and are counted at their largest",
-        Count::Unknown => "some traces could not be drawn from",
+        Count::Unknown => {
+            "not known: a trace could not be drawn from, or a domain depends on earlier decisions in a way that is not bounded"
+        }
     };
     let _ = writeln!(out, "space size: {size} decision combinations in all ({how})");
 

@@ -84,16 +84,17 @@ impl State {
     }
 
     /// Loops whose extent may depend on sampled decisions through vscale
-    /// (created by splits whose factors come from a scalable or mixed tiling,
-    /// or from a fuse of such loops).
+    /// (created by splits whose factors come from a scalable tiling or a
+    /// mixed tiling that may be scalable, or from a fuse of such loops).
     pub fn scalable_derived_loops(&self) -> Vec<LoopId> {
         let mut scalable_rvs: Vec<ValueRv> = Vec::new();
         let mut out = Vec::new();
         for inst in &self.trace.insts {
             match inst {
-                Inst::SampleMixedTile { outs, .. } | Inst::SampleScalableTile { outs, .. } => {
+                Inst::SampleMixedTile { outs, max_innermost_vscale, .. } if *max_innermost_vscale > 0 => {
                     scalable_rvs.extend(outs.iter().copied())
                 }
+                Inst::SampleScalableTile { outs, .. } => scalable_rvs.extend(outs.iter().copied()),
                 Inst::Split { outs, factors, .. } => {
                     let derived = factors.iter().any(|f| matches!(f, Some(TExpr::Rv(n)) if scalable_rvs.contains(n)));
                     if derived {

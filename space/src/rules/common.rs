@@ -12,12 +12,23 @@ pub(crate) const MAX_FIXED: i64 = 16;
 /// Largest innermost perfect-tile factor of a vectorized axis (fixed targets).
 pub(crate) const MAX_VECTOR_FIXED: i64 = 64;
 
+/// Smallest register tile a perfect tiling should be able to offer; an
+/// extent with no divisor from here to the largest register tile (`127`
+/// rows) is tiled without requiring divisors.
+pub(crate) const MIN_GOOD_REGISTER_TILE: i64 = 4;
+
 /// Splits `a` into `n` levels for vectorization: `sample_mixed_tile` when
-/// the target may use scalable vectors, `sample_perfect_tile` otherwise.
-/// Returns the new loops, outermost first.
+/// the target may use scalable vectors, or when it is fixed-length but no
+/// multiple of one vector register divides the extent (`N = 255` on 8
+/// lanes: the tail is then left to the tail strategy), `sample_perfect_tile`
+/// otherwise. Returns the new loops, outermost first.
 pub(crate) fn vector_tile(s: &mut State, a: &AxisLoop, n: usize) -> Option<Vec<LoopRv>> {
     let outs = s.new_values("t", n);
-    let sample = if scalable(&s.probe) {
+    let awkward = match (a.extent, register_lanes(s, a)) {
+        (Some(e), Some(lanes)) => !(1..=MAX_VECTOR_FIXED / lanes).any(|m| e % (m * lanes) == 0),
+        _ => false,
+    };
+    let sample = if scalable(&s.probe) || awkward {
         Inst::SampleMixedTile {
             outs: outs.clone(),
             loop_: a.rv,
@@ -34,6 +45,43 @@ pub(crate) fn vector_tile(s: &mut State, a: &AxisLoop, n: usize) -> Option<Vec<L
             max_innermost_factor: MAX_VECTOR_FIXED,
             decision: None,
         }
+    };
+    if !s.push(sample) {
+        return None;
+    }
+    s.split_by(a.rv, &outs)
+}
+
+/// Lanes of one vector register of loop `a`'s widest type on a fixed-length
+/// target (`None` where the length is not fixed).
+fn register_lanes(s: &State, a: &AxisLoop) -> Option<i64> {
+    let vscale = i64::from(s.probe.caps.fixed_vscale()?);
+    let l = s.env.loop_(a.rv)?;
+    let bits = s.probe.widest_bits(l);
+    Some(crate::sample::lanes_per_granule(&s.probe.caps, bits) * vscale).filter(|n| *n > 0)
+}
+
+/// Splits a spatial axis that is not vectorized into `n` levels, the
+/// innermost being the unrolled register tile: a perfect tiling when the
+/// extent is small or has a divisor from [`MIN_GOOD_REGISTER_TILE`] to
+/// `max_innermost`; otherwise (`127` rows, whose only divisors are 1 and
+/// 127) `sample_mixed_tile` without vscale, so that the register tile may
+/// be any factor up to `max_innermost` and the last iteration of the
+/// levels above handles the rows left over.
+pub(crate) fn register_tile(s: &mut State, a: &AxisLoop, n: usize, max_innermost: i64) -> Option<Vec<LoopRv>> {
+    let extent = a.extent?;
+    let good = extent <= max_innermost || (MIN_GOOD_REGISTER_TILE..=max_innermost).any(|f| extent % f == 0);
+    if good || n < 2 {
+        return perfect_tile(s, a, n, max_innermost);
+    }
+    let outs = s.new_values("t", n);
+    let sample = Inst::SampleMixedTile {
+        outs: outs.clone(),
+        loop_: a.rv,
+        n,
+        max_innermost_fixed: max_innermost,
+        max_innermost_vscale: 0,
+        decision: None,
     };
     if !s.push(sample) {
         return None;

@@ -2,7 +2,7 @@
 //! batch matmul, convolutions), with optional write and read reuse.
 
 use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, store_axis, AxisLoop};
-use super::common::{perfect_tile, vector_tile, vectorize};
+use super::common::{perfect_tile, register_tile, vector_tile, vectorize};
 use super::{BlockRule, State};
 use crate::ir::Node;
 use crate::trace::{BlockRv, Inst, LoopRv, TExpr};
@@ -12,8 +12,10 @@ use crate::workload::AxisKind;
 /// structure string (`S` spatial level, `R` reduction level; default
 /// `SSRSRS`). The innermost spatial level of the axis along which the
 /// result is contiguous is vectorized (tiled with `sample_mixed_tile` on
-/// scalable targets, `sample_perfect_tile` on fixed ones); the innermost
-/// levels of the other spatial axes form an unrolled register tile. When
+/// scalable targets, `sample_perfect_tile` on fixed ones unless no multiple
+/// of a vector register divides the extent); the innermost levels of the
+/// other spatial axes form an unrolled register tile (perfect tilings,
+/// or any factor up to 8 where the extent has no divisor from 4 to 8). When
 /// that vector axis would gather from an operand, a second branch vectorizes
 /// the reduction axis that is contiguous in it instead. Branches also add
 /// write reuse (`cache_write` of the tile) and read reuse (packing the
@@ -60,7 +62,7 @@ impl MultiLevelTiling {
             let levels = if is_vector {
                 vector_tile(&mut s, a, n)?
             } else if a.kind == AxisKind::Spatial {
-                perfect_tile(&mut s, a, n, MAX_REGISTER_TILE)?
+                register_tile(&mut s, a, n, MAX_REGISTER_TILE)?
             } else {
                 perfect_tile(&mut s, a, n, MAX_REDUCTION_INNER)?
             };

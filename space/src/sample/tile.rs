@@ -73,6 +73,7 @@ pub struct TileDomain {
     /// Largest fixed factor of a level.
     pub max_fixed: i64,
     /// Largest multiplier `m` of a scalable level (`m * lanes * vscale`).
+    /// In a mixed domain, 0 means no level is scalable (see [`TileDomain::fixed_only`]).
     pub max_vscale: i64,
     /// Mixed: any level may be fixed or scalable (at most one scalable).
     /// Scalable: the innermost is scalable and the others fixed.
@@ -117,14 +118,23 @@ impl TileDomain {
         }
     }
 
+    /// A mixed domain with `max_vscale` 0: no level is scalable, and every
+    /// inner level, the innermost included, is any factor from 1 to
+    /// `max_fixed`. This tiles a loop that is not vectorized (the rows of a
+    /// register tile) without requiring factors that divide its extent.
+    pub fn fixed_only(&self) -> bool {
+        self.mixed && self.max_vscale == 0
+    }
+
     /// Fixed factors of a level: any count of blocks (1, 2, 3, ..) for
     /// levels outside the innermost, powers of two for the innermost (when
-    /// fixed, it is the vector of a mixed tiling: a vector length).
+    /// fixed, it is the vector of a mixed tiling: a vector length), unless
+    /// the domain is [fixed only](TileDomain::fixed_only).
     fn fixed_choices(&self, innermost: bool) -> Vec<i64> {
         if !self.mixed && !innermost {
             return (1..=SCALABLE_MIDDLE_MAX).collect();
         }
-        if !innermost {
+        if !innermost || self.fixed_only() {
             return (1..=self.max_fixed.max(1)).collect();
         }
         let mut v = Vec::new();
@@ -140,6 +150,9 @@ impl TileDomain {
     /// power-of-two number of granules: what backends can legalize).
     fn scalable_choices(&self) -> Vec<i64> {
         let mut v = Vec::new();
+        if self.fixed_only() {
+            return v;
+        }
         let mut m = 1;
         while m <= self.max_vscale.max(1) {
             v.push(m * self.lanes);
@@ -263,6 +276,21 @@ mod tests {
         assert!(m.check(&[TileChoice::Fixed(4), TileChoice::Scalable(8)]).is_ok());
         assert!(m.check(&[TileChoice::Fixed(4), TileChoice::Scalable(12)]).is_err());
         assert_eq!(TileChoice::from_texpr(&TileChoice::Scalable(8).texpr()), Some(TileChoice::Scalable(8)));
+    }
+
+    #[test]
+    fn a_mixed_domain_without_vscale_is_every_fixed_tiling_up_to_the_maximum() {
+        let f = TileDomain { n: 3, lanes: 4, max_fixed: 8, max_vscale: 0, mixed: true };
+        assert!(f.fixed_only());
+        // Middle and innermost levels: 1..=8 each, nothing scalable.
+        assert_eq!(f.size(), 64);
+        assert!(f.all().iter().all(|d| d.iter().all(|c| !c.is_scalable())));
+        assert!(f.check(&[TileChoice::Fixed(2), TileChoice::Fixed(6)]).is_ok(), "a register tile of 6 rows");
+        assert!(f.check(&[TileChoice::Fixed(1), TileChoice::Fixed(9)]).is_err());
+        assert!(f.check(&[TileChoice::Fixed(1), TileChoice::Scalable(4)]).is_err());
+        let mut rng = crate::sample::task_rng(7, 0);
+        let drawn: HashSet<Vec<TileChoice>> = (0..2000).map(|_| f.sample(&mut rng)).collect();
+        assert_eq!(drawn.len(), 64, "every decision is drawn");
     }
 
     #[test]

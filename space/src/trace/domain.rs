@@ -26,7 +26,9 @@ pub enum Count {
     Exact(u128),
     /// At most this many (the number depends on earlier decisions).
     AtMost(u128),
-    /// Not known (the space could not be drawn from).
+    /// Not known: the space could not be drawn from, or the domain depends
+    /// on earlier decisions in a way that is not bounded (a perfect tiling
+    /// of loops that a non-perfect tiling made).
     Unknown,
 }
 

@@ -224,6 +224,8 @@ pub enum Inst {
     },
     /// `a, b, c = sample_mixed_tile(loop, n=3, max_innermost_fixed=8, max_innermost_vscale=4, decision=[4, 8*vscale])`:
     /// each inner level fixed or scalable (at most one scalable), outermost by ceildiv.
+    /// With `max_innermost_vscale=0` no level is scalable and each inner level,
+    /// the innermost included, is any factor up to `max_innermost_fixed`.
     SampleMixedTile {
         /// Results (outermost first).
         outs: Vec<ValueRv>,
