@@ -18,6 +18,7 @@ impl Lowerer {
         let full = self.vec.as_ref().is_some_and(|v| v.full);
         let (varying, uniform): (Vec<Pred>, Vec<Pred>) =
             blk.predicates.iter().cloned().partition(|p| vvar.is_some_and(|v| p.lhs.uses_var(v) || p.rhs.uses_var(v)));
+        let uniform = self.without_holding_guards(b, uniform);
         if !uniform.is_empty() {
             let cond = self.conjunction(&uniform)?;
             self.b.begin_body();
@@ -28,6 +29,16 @@ impl Lowerer {
         } else {
             self.block_body(b, &varying, full)
         }
+    }
+
+    /// `preds` of block `b` without the guards of unrolled loops that the
+    /// current version knows to hold (see `tails`).
+    pub(crate) fn without_holding_guards(&self, b: BlockId, preds: Vec<Pred>) -> Vec<Pred> {
+        if self.tails.guards.is_empty() {
+            return preds;
+        }
+        let anc = self.nest.ancestors(scaletune_space::ir::Node::Block(b));
+        preds.into_iter().filter(|p| !self.tails.guard_holds(&self.modes, &anc, p)).collect()
     }
 
     /// The scalar condition that every predicate holds.

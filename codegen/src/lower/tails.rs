@@ -8,6 +8,15 @@
 //! masked for `peel`, a scalar loop for `scalar`); otherwise each iteration
 //! of `T` branches between the two versions. If no enclosing loop is
 //! involved, the branch sits around `V` itself.
+//!
+//! Unrolled loops get the same treatment for their *guards*: a tiling that
+//! rounds up (a register tile of 6 rows over 127) leaves each unrolled
+//! instance a condition such as `i2*6 + i3 < 127`. Evaluated at the last
+//! instance it says that the whole tile is in bounds; where it is affine
+//! in the innermost enclosing loop `T` it uses, `T` is split at the first
+//! iteration whose tile is partial, and in the full part the guards are
+//! not emitted (in particular not inside the reduction loop of a register
+//! tile, where each would be a branch per step).
 
 use scaletune_space::expr::{linear_in, simplify, Expr};
 use scaletune_space::ids::LoopId;
@@ -26,7 +35,8 @@ pub(crate) enum VecMode {
 /// Versioning decided at one loop.
 #[derive(Clone, Debug)]
 pub(crate) struct Versioning {
-    /// The vector loops whose modes this versioning sets.
+    /// The vector loops (and unrolled loops with guards) whose modes this
+    /// versioning sets.
     pub vloops: Vec<LoopId>,
     /// Conditions that together mean "all lanes active".
     pub conds: Vec<Pred>,
@@ -41,6 +51,10 @@ pub(crate) struct TailPlan {
     pub at_loop: HashMap<LoopId, Versioning>,
     /// Keyed by the vector loop itself when the condition uses no loop variable.
     pub at_vector: HashMap<LoopId, Vec<Pred>>,
+    /// Guards of the blocks under an unrolled loop, keyed by that loop: the
+    /// predicates that hold for every instance when its mode is
+    /// [`VecMode::Full`].
+    pub guards: HashMap<LoopId, Vec<Pred>>,
 }
 
 impl TailPlan {
@@ -96,6 +110,7 @@ impl TailPlan {
                 }
             }
         }
+        plan.add_guards(nest, vscale_const);
         let keys: Vec<LoopId> = plan.at_loop.keys().copied().collect();
         for t in keys {
             let bound = split_bound(nest, t, &plan.at_loop[&t].conds);
@@ -104,6 +119,81 @@ impl TailPlan {
             }
         }
         plan
+    }
+}
+
+impl TailPlan {
+    /// Versions the loop that decides whether an unrolled loop's guards all
+    /// hold (see the module comment). A guard is a predicate of a block under
+    /// the unrolled loop `U` that increases with `U`'s variable (a positive
+    /// constant coefficient) and uses no variable of a loop inside `U`;
+    /// the versioning is recorded only where it splits a serial or parallel
+    /// loop at an affine bound, so no code is duplicated per iteration.
+    fn add_guards(&mut self, nest: &Nest, vscale_const: Option<i64>) {
+        for u in nest.all_loops() {
+            if nest.loop_(u).kind != LoopKind::Unroll {
+                continue;
+            }
+            let var = nest.loop_(u).var;
+            let anc = nest.ancestors(Node::Loop(u));
+            let outer: Vec<_> = anc.iter().map(|a| nest.loop_(*a).var).collect();
+            let mut last = nest.extent(u).clone() - 1;
+            if let Some(c) = vscale_const {
+                last = last.with_vscale(c);
+            }
+            let mut guards: Vec<Pred> = Vec::new();
+            let mut conds: Vec<Pred> = Vec::new();
+            for b in nest.blocks_in(Node::Loop(u)) {
+                for p in &nest.block(b).predicates {
+                    let increasing = !p.rhs.uses_var(var)
+                        && linear_in(&p.lhs, var, nest).and_then(|l| l.const_coeff()).is_some_and(|a| a > 0);
+                    let vars_outside =
+                        p.lhs.vars().iter().chain(p.rhs.vars().iter()).all(|x| *x == var || outer.contains(x));
+                    if !increasing || !vars_outside {
+                        continue;
+                    }
+                    let at_last = p.lhs.substitute(&|x| (x == var).then(|| last.clone()));
+                    let q = Pred { lhs: simplify(&at_last, nest), rhs: p.rhs.clone() };
+                    if !conds.contains(&q) {
+                        conds.push(q);
+                    }
+                    if !guards.contains(p) {
+                        guards.push(p.clone());
+                    }
+                }
+            }
+            let t = anc.iter().rev().find(|a| {
+                let av = nest.loop_(**a).var;
+                conds.iter().any(|c| c.lhs.uses_var(av) || c.rhs.uses_var(av))
+            });
+            let Some(t) = t.copied() else { continue };
+            if !matches!(nest.loop_(t).kind, LoopKind::Serial | LoopKind::Parallel) {
+                continue;
+            }
+            let mut all = self.at_loop.get(&t).map(|v| v.conds.clone()).unwrap_or_default();
+            all.extend(conds.iter().cloned());
+            if split_bound(nest, t, &all).is_none() {
+                continue;
+            }
+            let entry =
+                self.at_loop.entry(t).or_insert(Versioning { vloops: Vec::new(), conds: Vec::new(), bound: None });
+            entry.vloops.push(u);
+            for c in conds {
+                if !entry.conds.contains(&c) {
+                    entry.conds.push(c);
+                }
+            }
+            self.guards.insert(u, guards);
+        }
+    }
+
+    /// True if predicate `p` of a block under the loops `ancestors` is a
+    /// guard known to hold in the current version ([`VecMode::Full`] of its
+    /// unrolled loop).
+    pub(crate) fn guard_holds(&self, modes: &HashMap<LoopId, VecMode>, ancestors: &[LoopId], p: &Pred) -> bool {
+        ancestors
+            .iter()
+            .any(|u| modes.get(u) == Some(&VecMode::Full) && self.guards.get(u).is_some_and(|g| g.contains(p)))
     }
 }
 

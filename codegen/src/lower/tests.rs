@@ -48,20 +48,22 @@ fn sve() -> VectorCaps {
     VectorCaps::scalable(128, 128, 2048)
 }
 
+/// Statements of `s`, nested ones included, for which `f` holds.
+fn count_in(s: &[Stmt], f: &dyn Fn(&Stmt) -> bool) -> usize {
+    s.iter()
+        .map(|x| {
+            f(x) as usize
+                + match x {
+                    Stmt::Loop { body, .. } => count_in(body, f),
+                    Stmt::If { then_body, else_body, .. } => count_in(then_body, f) + count_in(else_body, f),
+                    _ => 0,
+                }
+        })
+        .sum()
+}
+
 fn count(p: &Program, f: &dyn Fn(&Stmt) -> bool) -> usize {
-    fn walk(s: &[Stmt], f: &dyn Fn(&Stmt) -> bool) -> usize {
-        s.iter()
-            .map(|x| {
-                f(x) as usize
-                    + match x {
-                        Stmt::Loop { body, .. } => walk(body, f),
-                        Stmt::If { then_body, else_body, .. } => walk(then_body, f) + walk(else_body, f),
-                        _ => 0,
-                    }
-            })
-            .sum()
-    }
-    walk(&p.body, f)
+    count_in(&p.body, f)
 }
 
 fn has_op(p: &Program, f: &dyn Fn(&Op) -> bool) -> bool {
@@ -207,4 +209,41 @@ fn unroll_max_step_hints_small_inner_loops() {
     // k (5 steps) is unrolled; j (4 x 5 = 20 steps) and i are not.
     assert!(hints.contains(&LoopHint::Unroll(5)), "{hints:?}");
     assert!(!hints.contains(&LoopHint::Unroll(4)), "{hints:?}");
+}
+
+/// Ifs in `body` and the statements nested in it.
+fn ifs_in(body: &[Stmt]) -> usize {
+    count_in(body, &|s| matches!(s, Stmt::If { .. }))
+}
+
+#[test]
+fn a_register_tile_that_rounds_up_is_guarded_only_in_its_last_tile() {
+    // 27 rows in tiles of 6: four full tiles and one of 3 rows. The loop
+    // over tiles is split at 4; the full part has no guard at all (neither
+    // around the register tile's loads and stores nor in its reduction loop).
+    let trace = r#"b = get_block("C")
+i, j, k = get_loops(b)
+i0, i1 = split(i, factors=[None, 6])
+j0, j1 = split(j, factors=[None, 4])
+reorder(i0, j0, k, i1, j1)
+unroll(i1)
+vectorize(j1, tail="peel")
+"#;
+    let prog = check("matmul:M=27,N=16,K=7", trace, VectorCaps::fixed(128));
+    let loops: Vec<&Stmt> = prog.body.iter().filter(|s| matches!(s, Stmt::Loop { .. })).collect();
+    assert_eq!(loops.len(), 2, "the tile loop split in two\n{prog}");
+    let bodies: Vec<&Vec<Stmt>> = loops
+        .iter()
+        .map(|s| match s {
+            Stmt::Loop { body, .. } => body,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(ifs_in(bodies[0]), 0, "full tiles are not guarded\n{prog}");
+    // The last tile: one guard per row of the tile around each of its
+    // initialization, load into a register, update and store.
+    assert_eq!(ifs_in(bodies[1]), 4 * 6, "{prog}");
+    // Scalable vectors: the same split, checked at every vscale.
+    let trace = trace.replace("factors=[None, 4]", "factors=[None, 4*vscale]");
+    check("matmul:M=27,N=20,K=7", &trace, sve());
 }

@@ -244,6 +244,7 @@ impl Lowerer {
                 uniform.push(p.clone());
             }
         }
+        let uniform = self.without_holding_guards(b, uniform);
         let cond = if uniform.is_empty() { None } else { Some(self.conjunction(&uniform)?) };
         let mask = if full { None } else { self.lane_mask(&varying)? };
         let bound: Vec<Expr> = blk.lhs.indices.iter().map(|e| self.nest.bind(b, e)).collect();
