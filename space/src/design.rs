@@ -405,10 +405,33 @@ mod tests {
             "{rows:?}"
         );
         assert!(matches!(cols, Inst::SampleMixedTile { n: 4, max_innermost_vscale: 4, .. }), "{cols:?}");
-        // Extents with good divisors keep their perfect tilings.
+        // Extents with good divisors keep their perfect tilings, and a
+        // sibling branch offers register tiles of any size (6 rows of 512).
         let (rows, cols) = axis_tilings("matmul:M=512,N=512,K=512", 256);
         assert!(matches!(rows, Inst::SamplePerfectTile { max_innermost_factor: 8, .. }), "{rows:?}");
         assert!(matches!(cols, Inst::SamplePerfectTile { .. }), "{cols:?}");
+        let w = load("matmul:M=512,N=512,K=512").expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(256)));
+        let register_options: Vec<(String, bool)> = space
+            .traces
+            .iter()
+            .map(|t| {
+                let option = t.choices.iter().find(|c| c.key == "register tile").map(|c| c.value.clone());
+                let mixed =
+                    t.trace.insts.iter().any(|i| matches!(i, Inst::SampleMixedTile { max_innermost_vscale: 0, .. }));
+                (option.unwrap_or_default(), mixed)
+            })
+            .collect();
+        assert_eq!(register_options.len(), 8, "{register_options:?}");
+        for (option, mixed) in &register_options {
+            assert_eq!(option == "any size", *mixed, "{register_options:?}");
+        }
+        assert_eq!(register_options.iter().filter(|(_, m)| *m).count(), 4);
+        // Where any size is the only option, the branch is not offered.
+        let w = load("matmul:M=127,N=255,K=63").expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(256)));
+        assert_eq!(space.traces.len(), 4);
+        assert!(space.traces.iter().all(|t| t.choices.iter().all(|c| c.key != "register tile")));
         // Draws of the irregular space give register tiles of every size up to 8.
         let w = load("matmul:M=127,N=255,K=63").expect("loads");
         let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(256)));

@@ -61,17 +61,29 @@ fn register_lanes(s: &State, a: &AxisLoop) -> Option<i64> {
     Some(crate::sample::lanes_per_granule(&s.probe.caps, bits) * vscale).filter(|n| *n > 0)
 }
 
+/// True if `extent` has a divisor from [`MIN_GOOD_REGISTER_TILE`] to
+/// `max_innermost`: a perfect tiling then offers register tiles worth having.
+pub(crate) fn has_register_divisor(extent: i64, max_innermost: i64) -> bool {
+    extent > max_innermost && (MIN_GOOD_REGISTER_TILE..=max_innermost).any(|f| extent % f == 0)
+}
+
 /// Splits a spatial axis that is not vectorized into `n` levels, the
 /// innermost being the unrolled register tile: a perfect tiling when the
-/// extent is small or has a divisor from [`MIN_GOOD_REGISTER_TILE`] to
-/// `max_innermost`; otherwise (`127` rows, whose only divisors are 1 and
-/// 127) `sample_mixed_tile` without vscale, so that the register tile may
-/// be any factor up to `max_innermost` and the last iteration of the
-/// levels above handles the rows left over.
-pub(crate) fn register_tile(s: &mut State, a: &AxisLoop, n: usize, max_innermost: i64) -> Option<Vec<LoopRv>> {
+/// extent is small, or has a divisor from [`MIN_GOOD_REGISTER_TILE`] to
+/// `max_innermost` and `any_size` is not asked for; otherwise (`127` rows,
+/// whose only divisors are 1 and 127; or 6 rows over 512, the register
+/// tile that fills 16 AVX2 registers) `sample_mixed_tile` without vscale,
+/// so that the register tile may be any factor up to `max_innermost` and
+/// the last iteration of the levels above handles the rows left over.
+pub(crate) fn register_tile(
+    s: &mut State,
+    a: &AxisLoop,
+    n: usize,
+    max_innermost: i64,
+    any_size: bool,
+) -> Option<Vec<LoopRv>> {
     let extent = a.extent?;
-    let good = extent <= max_innermost || (MIN_GOOD_REGISTER_TILE..=max_innermost).any(|f| extent % f == 0);
-    if good || n < 2 {
+    if n < 2 || extent <= max_innermost || (!any_size && has_register_divisor(extent, max_innermost)) {
         return perfect_tile(s, a, n, max_innermost);
     }
     let outs = s.new_values("t", n);

@@ -2,7 +2,7 @@
 //! batch matmul, convolutions), with optional write and read reuse.
 
 use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, store_axis, AxisLoop};
-use super::common::{perfect_tile, register_tile, vector_tile, vectorize};
+use super::common::{has_register_divisor, perfect_tile, register_tile, vector_tile, vectorize};
 use super::{BlockRule, State};
 use crate::ir::Node;
 use crate::trace::{BlockRv, Inst, LoopRv, TExpr};
@@ -14,8 +14,9 @@ use crate::workload::AxisKind;
 /// result is contiguous is vectorized (tiled with `sample_mixed_tile` on
 /// scalable targets, `sample_perfect_tile` on fixed ones unless no multiple
 /// of a vector register divides the extent); the innermost levels of the
-/// other spatial axes form an unrolled register tile (perfect tilings,
-/// or any factor up to 8 where the extent has no divisor from 4 to 8). When
+/// other spatial axes form an unrolled register tile (perfect tilings, and
+/// in a sibling branch any factor up to 8, the only option where the extent
+/// has no divisor from 4 to 8). When
 /// that vector axis would gather from an operand, a second branch vectorizes
 /// the reduction axis that is contiguous in it instead. Branches also add
 /// write reuse (`cache_write` of the tile) and read reuse (packing the
@@ -46,7 +47,7 @@ impl MultiLevelTiling {
         self.structure.chars().filter(|c| *c == kind).count()
     }
 
-    fn tile(&self, st: &State, block: &str, choice: &VectorAxis) -> Option<State> {
+    fn tile(&self, st: &State, block: &str, choice: &VectorAxis, any_register: bool) -> Option<State> {
         let mut s = st.clone();
         let (brv, bid) = s.get_block(block)?;
         let own = s.own_loops(brv, bid);
@@ -62,7 +63,7 @@ impl MultiLevelTiling {
             let levels = if is_vector {
                 vector_tile(&mut s, a, n)?
             } else if a.kind == AxisKind::Spatial {
-                register_tile(&mut s, a, n, MAX_REGISTER_TILE)?
+                register_tile(&mut s, a, n, MAX_REGISTER_TILE, any_register)?
             } else {
                 perfect_tile(&mut s, a, n, MAX_REDUCTION_INNER)?
             };
@@ -149,16 +150,29 @@ impl BlockRule for MultiLevelTiling {
         let s1_last = 2 * n_spatial - 1;
         let r0_last = 2 * n_spatial + n_reduce - 1;
         let mut out = Vec::new();
+        let mut tilings = Vec::new();
         for choice in &choices {
-            let Some(tiled) = self.tile(st, block, choice) else { continue };
-            let mut tiled = tiled.mark(self.name());
-            if choices.len() > 1 {
-                let how = match choice {
-                    VectorAxis::Spatial(_) => "gather",
-                    VectorAxis::Reduction(_) => "contiguous reduction axis",
-                };
-                tiled = tiled.choose(block, "gather strategy", how);
+            // Register tiles of any size beside those dividing the extent,
+            // where the extent has such divisors (otherwise any size is the
+            // only option, see `register_tile`).
+            let both = register_axes(nest, b, choice).any(|e| has_register_divisor(e, MAX_REGISTER_TILE));
+            for any_register in if both { vec![false, true] } else { vec![false] } {
+                let Some(tiled) = self.tile(st, block, choice, any_register) else { continue };
+                let mut tiled = tiled.mark(self.name());
+                if choices.len() > 1 {
+                    let how = match choice {
+                        VectorAxis::Spatial(_) => "gather",
+                        VectorAxis::Reduction(_) => "contiguous reduction axis",
+                    };
+                    tiled = tiled.choose(block, "gather strategy", how);
+                }
+                if both {
+                    tiled = tiled.choose(block, "register tile", if any_register { "any size" } else { "divisor" });
+                }
+                tilings.push((choice, tiled));
             }
+        }
+        for (choice, tiled) in tilings {
             for write_reuse in [false, true] {
                 for read_reuse in [false, true] {
                     let mut s = tiled.clone();
@@ -195,6 +209,19 @@ impl BlockRule for MultiLevelTiling {
         }
         (!out.is_empty()).then_some(out)
     }
+}
+
+/// Constant extents of the spatial axes of block `b` that form register
+/// tiles (all but the vector axis).
+fn register_axes<'a>(
+    nest: &'a crate::ir::Nest,
+    b: crate::ids::BlockId,
+    choice: &'a VectorAxis,
+) -> impl Iterator<Item = i64> + 'a {
+    nest.block(b).iters.iter().enumerate().filter_map(move |(k, it)| {
+        let vector = matches!(choice, VectorAxis::Spatial(v) if *v == k);
+        (it.kind == AxisKind::Spatial && !vector).then(|| nest.var(it.var).extent.as_int()).flatten()
+    })
 }
 
 /// The input read contiguously along the vector axis (the operand to pack).
