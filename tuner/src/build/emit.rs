@@ -35,7 +35,7 @@ struct Param {
 
 fn rust_elem(d: DType) -> &'static str {
     match d {
-        DType::F16 => "u16",
+        DType::F16 | DType::BF16 => "u16",
         DType::F32 => "f32",
         DType::F64 => "f64",
         DType::I8 => "i8",
@@ -50,7 +50,11 @@ fn params(w: &Workload) -> Vec<Param> {
         let t = w.tensor(id);
         let output = t.role == Role::Output;
         let shape: Vec<String> = t.shape.iter().map(i64::to_string).collect();
-        let mut note = if t.dtype == DType::F16 { ", IEEE half bits".to_string() } else { String::new() };
+        let mut note = match t.dtype {
+            DType::F16 => ", IEEE half bits".to_string(),
+            DType::BF16 => ", bfloat16 bits (the upper half of an f32)".to_string(),
+            _ => String::new(),
+        };
         if let Some((lo, hi)) = t.range {
             note.push_str(&format!(", every value in [{lo}, {hi})"));
         }
