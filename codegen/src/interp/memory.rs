@@ -3,9 +3,9 @@
 //! initialization- and read-only-checked element access.
 
 use super::value::{f64_to_f16, round_float, Kind, Scalar};
-use scaletune_space::data::bf16_from_f64;
 use super::{ArgValue, InterpError};
 use crate::vprog::{BufId, BufKind, Buffer, Elem, Param, Program, Reg};
+use scaletune_space::data::bf16_from_f64;
 use scaletune_space::TensorData;
 
 /// Local buffers larger than this many elements are rejected as invalid.

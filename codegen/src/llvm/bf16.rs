@@ -44,9 +44,10 @@ fn check_body(prog: &Program, target: &str, body: &[Stmt]) -> Result<(), LlvmErr
         match s {
             Stmt::Assign { op, .. } => {
                 let operand = match op {
-                    Op::Bin(_, x, _) | Op::Un(_, x) | Op::Fma(x, _, _) | Op::Cmp(_, x, _) | Op::Reduce(_, x) => {
-                        Some((*x, "arithmetic, comparisons and reductions on bf16 are not compiled; convert to f32 first"))
-                    }
+                    Op::Bin(_, x, _) | Op::Un(_, x) | Op::Fma(x, _, _) | Op::Cmp(_, x, _) | Op::Reduce(_, x) => Some((
+                        *x,
+                        "arithmetic, comparisons and reductions on bf16 are not compiled; convert to f32 first",
+                    )),
                     Op::Bitcast(x, e) if *e == BF16 || prog.ty(*x).elem == BF16 => {
                         Some((*x, "bitcasts to or from bf16 are not compiled"))
                     }
