@@ -203,3 +203,27 @@ fn arithmetic_on_bf16_is_a_typed_error() {
         }
     }
 }
+
+/// The conversions compile on every shipped target at O0 and O3, as
+/// vectors of one register and as scalars (bf16 never reaches LLVM as
+/// `bfloat` outside the SME outer product).
+#[test]
+fn bf16_conversions_compile_on_every_shipped_target() {
+    let names = ["host", "neon", "sve-generic", "neoverse-v1", "neoverse-v2", "a64fx", "rvv", "sme", "apple-m4"];
+    std::thread::scope(|s| {
+        for name in names {
+            s.spawn(move || {
+                let target = Target::load(name).expect("target");
+                for lanes in [Some(lanes32(&target)), None] {
+                    for opt_level in [0, 3] {
+                        let prog = conversions(19, lanes, true);
+                        let art = compile(&prog, &target, &CompileOptions { opt_level })
+                            .unwrap_or_else(|e| panic!("{name} {lanes:?} O{opt_level}: {e}"));
+                        assert!(!art.object.is_empty());
+                        assert!(!art.llvm_ir.contains("bfloat"), "{name}: bfloat in the IR");
+                    }
+                }
+            });
+        }
+    });
+}
