@@ -111,7 +111,7 @@ impl Emitter<'_> {
     }
 
     /// Converts `v` of type `from` (shape of `shape`) to bf16 bits.
-    pub(crate) fn to_bf16(&self, v: V, from: Elem, shape: Ty) -> Result<V, LlvmError> {
+    pub(crate) fn narrow_to_bf16(&self, v: V, from: Elem, shape: Ty) -> Result<V, LlvmError> {
         let f32_ty = self.t.ty(shape.with_elem(Elem::F32));
         let f64_ty = self.t.ty(shape.with_elem(Elem::F64));
         // SAFETY: every instruction below takes operands of the shape of `shape`.
@@ -182,7 +182,7 @@ impl Emitter<'_> {
     }
 
     /// bf16 bits of `shape` to `to` (f32 exactly; others through f32).
-    pub(crate) fn from_bf16(&self, v: V, to: Elem, shape: Ty) -> Result<V, LlvmError> {
+    pub(crate) fn widen_bf16(&self, v: V, to: Elem, shape: Ty) -> Result<V, LlvmError> {
         let b = self.b;
         let f32_shape = shape.with_elem(Elem::F32);
         // SAFETY: `v` is i16 of `shape`; the results have the shape of `shape`.

@@ -282,10 +282,10 @@ impl Emitter<'_> {
             return Ok(v);
         }
         if from == Elem::Data(DType::BF16) {
-            return self.from_bf16(v, to, from_ty);
+            return self.widen_bf16(v, to, from_ty);
         }
         if to == Elem::Data(DType::BF16) {
-            return self.to_bf16(v, from, from_ty);
+            return self.narrow_to_bf16(v, from, from_ty);
         }
         let dest = self.t.ty(from_ty.with_elem(to));
         let b = self.b;
