@@ -3,7 +3,8 @@
 //! LLVM 19 cannot select every `bfloat` operation on every shipped target (its
 //! own loop vectorizer turns a scalar bf16 load into a fixed-length masked
 //! `bfloat` load that the SVE fixed-length lowering cannot select on
-//! neoverse-v1, and RVV needs Zvfbfmin for scalable `bfloat`). bf16 registers
+//! neoverse-v1, and the shipped RVV target cannot select a scalable `bfloat`
+//! load widened to f32). bf16 registers
 //! and buffers are therefore `i16` in the IR, and the conversions are exact
 //! bit manipulations that every backend compiles:
 //!
