@@ -4,9 +4,8 @@
 //! own loop vectorizer turns a scalar bf16 load into a fixed-length masked
 //! `bfloat` load that the SVE fixed-length lowering cannot select on
 //! neoverse-v1, and the shipped RVV target cannot select a scalable `bfloat`
-//! load widened to f32). bf16 registers
-//! and buffers are therefore `i16` in the IR, and the conversions are exact
-//! bit manipulations that every backend compiles:
+//! load widened to f32). bf16 registers and buffers are therefore `i16` in
+//! the IR, and the conversions are integer operations every backend compiles:
 //!
 //! - bf16 to f32: the bits shifted into the upper half of an f32 (exact);
 //! - f32 to bf16: rounded to nearest, ties to even, on the bits (NaN stays a
@@ -14,7 +13,8 @@
 //!   because f32 and bf16 share the exponent range);
 //! - f64 to bf16: first rounded to f32 *to odd*, so that the rounding to bf16
 //!   is the only one (as in the interpreter);
-//! - other types go through f32 (f16, i8 and i32 through f64; both exact).
+//! - f16 is widened to f32 and i8 or i32 converted to f64 (both exact)
+//!   before that; bf16 to other types goes through f32.
 //!
 //! Arithmetic, comparisons and reductions on bf16 registers are rejected
 //! with [`LlvmError::Unsupported`] (workloads convert bf16 to f32 first). The
@@ -120,10 +120,10 @@ impl Emitter<'_> {
             match from {
                 Elem::Data(DType::F32) => v,
                 Elem::Data(DType::F16) => LLVMBuildFPExt(self.b, v, f32_ty, NONAME),
-                Elem::Data(DType::F64) => self.f64_to_f32_odd(v, shape),
+                Elem::Data(DType::F64) => self.f64_to_f32_odd(v, shape)?,
                 Elem::Data(DType::I8 | DType::I32) => {
                     let wide = LLVMBuildSIToFP(self.b, v, f64_ty, NONAME);
-                    self.f64_to_f32_odd(wide, shape)
+                    self.f64_to_f32_odd(wide, shape)?
                 }
                 Elem::Data(DType::BF16) => return Ok(v),
                 Elem::Index | Elem::Bool => {
@@ -156,7 +156,7 @@ impl Emitter<'_> {
 
     /// f64 to f32 rounded to odd: an inexact finite result whose last bit is
     /// even moves one ulp toward `v`.
-    fn f64_to_f32_odd(&self, v: V, shape: Ty) -> V {
+    fn f64_to_f32_odd(&self, v: V, shape: Ty) -> Result<V, LlvmError> {
         let b = self.b;
         let f32_ty = self.t.ty(shape.with_elem(Elem::F32));
         let f64_ty = self.t.ty(shape.with_elem(Elem::F64));
@@ -172,13 +172,13 @@ impl Emitter<'_> {
             let exp = LLVMBuildAnd(b, bits, c(0x7f80_0000), NONAME);
             let finite = LLVMBuildICmp(b, IP::LLVMIntNE, exp, c(0x7f80_0000), NONAME);
             let step = LLVMBuildAnd(b, LLVMBuildAnd(b, inexact, even, NONAME), finite, NONAME);
-            let abs_v = self.unary_intrinsic("llvm.fabs", v).unwrap_or(v);
-            let abs_back = self.unary_intrinsic("llvm.fabs", back).unwrap_or(back);
+            let abs_v = self.unary_intrinsic("llvm.fabs", v)?;
+            let abs_back = self.unary_intrinsic("llvm.fabs", back)?;
             let away = LLVMBuildFCmp(b, RP::LLVMRealOGT, abs_v, abs_back, NONAME);
             let delta = LLVMBuildSelect(b, away, c(1), c(u64::from(u32::MAX)), NONAME);
             let stepped = LLVMBuildAdd(b, bits, delta, NONAME);
             let out = LLVMBuildSelect(b, step, stepped, bits, NONAME);
-            LLVMBuildBitCast(b, out, f32_ty, NONAME)
+            Ok(LLVMBuildBitCast(b, out, f32_ty, NONAME))
         }
     }
 
