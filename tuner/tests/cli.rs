@@ -375,6 +375,40 @@ fn bf16_matmul_passes_check_on_the_host_and_on_sve() {
     }
 }
 
+/// A bf16 output (f32 results rounded to bf16 in the kernel, by integer
+/// operations in the IR) passes `check` scalar and as predicated vectors on
+/// the host, SVE, neoverse-v1 and RVV.
+#[test]
+fn bf16_outputs_pass_check_on_every_vector_architecture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let w = dir.path().join("narrow_bf16.toml");
+    std::fs::write(
+        &w,
+        "name = \"narrow_bf16\"\ncompute = [\"Y[i] = bf16(f32(X[i]) * 3.0 + Z[i])\"]\n[params]\nN = 77\n[tensors]\n\
+         X = { dtype = \"bf16\", shape = [\"N\"] }\nZ = { dtype = \"f32\", shape = [\"N\"] }\n\
+         Y = { dtype = \"bf16\", shape = [\"N\"], role = \"output\" }\n",
+    )
+    .expect("write");
+    let s = dir.path().join("narrow.trace");
+    std::fs::write(
+        &s,
+        "b = get_block(\"Y\")\ni, = get_loops(b)\ni0, i1 = split(i, factors=[None, 4*vscale])\nvectorize(i1, tail=\"predicate\")\n",
+    )
+    .expect("write");
+    let (w, s) = (w.display().to_string(), s.display().to_string());
+    for target in ["host", "sve-generic", "neoverse-v1", "rvv"] {
+        for schedule in [None, Some(s.as_str())] {
+            let mut args = vec!["check", w.as_str(), "--target", target];
+            if let Some(f) = schedule {
+                args.extend(["--schedule", f]);
+            }
+            let o = scaletune(&args);
+            let t = text(&o);
+            assert!(o.status.success() && t.contains("all runs match the reference"), "{args:?}:\n{t}");
+        }
+    }
+}
+
 /// Without `--schedule`, `compile` and `check` use the naive loop nest.
 #[test]
 fn compile_and_check_the_naive_nest() {
