@@ -31,6 +31,7 @@ const WORKLOADS: &[&str] = &[
     "depthwise_conv2d_nhwc:H=5,WI=6,C=5",
     "matmul_i8:M=5,N=9,K=4",
     "matmul_f16:M=5,N=9,K=4",
+    "matmul_bf16:M=5,N=9,K=4",
 ];
 
 const FACTORS: &[&str] = &["2", "3", "4", "vscale", "2*vscale", "4*vscale"];

@@ -34,6 +34,7 @@ const WORKLOADS: &[&str] = &[
     "depthwise_conv2d_nhwc:H=5,WI=6,C=11",
     "matmul_i8:M=5,N=19,K=4",
     "matmul_f16:M=5,N=19,K=4",
+    "matmul_bf16:M=5,N=19,K=4",
 ];
 
 const TARGETS: &[&str] = &["sve-generic", "neoverse-v1", "rvv", "host", "neon", "sme", "apple-m4"];

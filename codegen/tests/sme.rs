@@ -196,6 +196,7 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
             ("batch_matmul:BS=2,M=7,N=18,K=3", true),
             ("outer_product:M=13,N=6", true),
             ("matmul_f16:M=9,N=21,K=5", true),
+            ("matmul_bf16:M=9,N=21,K=5", true),
             ("matmul_i8:M=9,N=21,K=7", true),
             ("conv2d_nhwc:H=6,WI=9,C=3,F=5", true),
             ("conv2d_nhwc:H=7,WI=9,C=2,F=5,S=2", false),
@@ -228,7 +229,7 @@ fn the_design_space_offers_sme_tensorization_for_outer_products_only() {
 }
 
 /// The widening forms: `matmul_f16` (f16 pairs into f32 tiles, widening
-/// `fmopa`) and `matmul_i8` (i8 quads into i32 tiles, `smopa`), with a K
+/// `fmopa`), `matmul_bf16` (bf16 pairs, widening `bfmopa`) and `matmul_i8` (i8 quads into i32 tiles, `smopa`), with a K
 /// that is not a multiple of 2 or 4 (the last step's missing elements
 /// masked off), edge tiles and 1, 2 and 4 tiles, at several streaming VLs.
 #[test]
@@ -237,6 +238,8 @@ fn widening_outer_products_match_the_reference_with_odd_k_and_edge_tiles() {
     for w in [
         "matmul_f16:M=19,N=23,K=7",
         "matmul_f16:M=67,N=131,K=29",
+        "matmul_bf16:M=19,N=23,K=7",
+        "matmul_bf16:M=67,N=131,K=29",
         "matmul_i8:M=67,N=131,K=29",
         "matmul_i8:M=5,N=19,K=6",
         "matmul_i8:M=16,N=16,K=8",
@@ -255,7 +258,7 @@ fn widening_outer_products_match_the_reference_with_odd_k_and_edge_tiles() {
 #[test]
 fn widening_outer_products_without_a_reduction_loop_match_the_reference() {
     let target = Target::load("sme").expect("sme target");
-    for (x, z) in [("f16", "f32"), ("i8", "i32")] {
+    for (x, z) in [("f16", "f32"), ("bf16", "f32"), ("i8", "i32")] {
         let to = z;
         let text = format!(
             "name = \"op_{x}\"\ncompute = [\"Z[a, c] = {to}(X[a]) * {to}(Y[c])\"]\n[params]\nM = 21\nN = 10\n\
@@ -348,6 +351,39 @@ fn rows_read_through_za_vertical_slices_match_the_reference() {
     assert!(e.contains("needs 6 ZA tiles"), "{e}");
     let e = err(&load("matmul_f16:M=16,N=16,K=4").expect("workload"), &vread_trace(4, 4));
     assert!(e.contains("reads f16 operands (f32 only)"), "{e}");
+    let e = err(&load("matmul_bf16:M=16,N=16,K=4").expect("workload"), &vread_trace(4, 4));
+    assert!(e.contains("reads bf16 operands (f32 only)"), "{e}");
+}
+
+/// The compiled widening `bfmopa` under QEMU is bit-identical to the
+/// interpreter (whose BFDotAdd rounds to odd and flushes to zero, as QEMU
+/// 7.2 does), with 1, 2 and 4 tiles, edge tiles and an odd K, at the
+/// smallest, a middle and the largest streaming VL. Inputs with products
+/// far apart in magnitude make round-to-odd differ from round-to-nearest.
+#[test]
+fn bf16_outer_products_under_qemu_are_bit_identical_to_the_interpreter() {
+    use llvm_util::diff::check_against_interpreter;
+    use scaletune_codegen::llvm::CompileOptions;
+    use scaletune_space::{DType, TensorData};
+    let target = Target::load("sme").expect("sme target");
+    let w = load("matmul_bf16:M=19,N=37,K=7").expect("workload");
+    let mut args: Vec<ArgValue> = make_args(&w, 3).into_iter().map(ArgValue::Tensor).collect();
+    // Scale every other element of A by 2^-20: pair sums and accumulations
+    // then round, and to odd they round differently than to nearest.
+    if let ArgValue::Tensor(a @ TensorData::BF16(_)) = &mut args[0] {
+        for i in (1..a.len()).step_by(2) {
+            a.set(i, a.get(i) * 2f64.powi(-20));
+        }
+    }
+    assert_eq!(args[0].as_tensor().map(TensorData::dtype), Some(DType::BF16));
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let t = parse_trace(&matmul_trace(rows, cols)).expect("trace parses");
+        let nest = schedule(&w, Some(&t), &target, None).expect("schedules");
+        let prog = scaletune_codegen::lower::lower(&nest, "k").expect("lowers");
+        // The schedule's vector kind (streaming SME) as the pipeline sets it.
+        let streaming = target.with_caps(&nest.caps);
+        check_against_interpreter(&prog, &streaming, &CompileOptions::default(), &args, &[128, 512, 2048]);
+    }
 }
 
 /// An `unroll_max_step` budget unrolls the micro-kernel's reduction loops

@@ -27,7 +27,8 @@
 //!   `float` for f32, `double` for f64 (no other scalar types).
 //!
 //! Element types: f32 `float`, f64 `double`, i32 `int32_t`, i8 `int8_t`,
-//! f16 `uint16_t` (IEEE half bits; pointers only).
+//! f16 `uint16_t` (IEEE half bits), bf16 `uint16_t` (bfloat16 bits, the
+//! upper half of an f32); 16-bit types are passed by pointer only.
 //!
 //! The kernel must write every element of every output tensor (output
 //! buffers arrive filled with a poison value), must not write outside its

@@ -219,7 +219,7 @@ fn shape() -> BoxedStrategy<String> {
 /// Workload files: parameters, scalars, tensors, axes and statements.
 pub fn workload_text() -> BoxedStrategy<String> {
     let params = prop::collection::vec((prop::sample::select(PARAMS), int_text()), 0..4);
-    let dtype = prop::sample::select(&["f32", "f64", "f16", "i8", "i32", "u7"][..]);
+    let dtype = prop::sample::select(&["f32", "f64", "f16", "bf16", "i8", "i32", "u7"][..]);
     let tensors = prop::collection::vec(
         (
             prop::sample::select(&["A", "B", "C", "T"][..]),

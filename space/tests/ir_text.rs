@@ -31,6 +31,7 @@ const WORKLOADS: &[&str] = &[
     "depthwise_conv2d_nhwc:H=5,WI=6,C=11",
     "matmul_i8:M=5,N=19,K=4",
     "matmul_f16:M=5,N=19,K=4",
+    "matmul_bf16:M=5,N=19,K=4",
 ];
 
 /// Vector capabilities the schedules are drawn for: length-agnostic SVE,
@@ -106,6 +107,7 @@ fn naive_nests_of_every_shipped_workload_round_trip() {
         "exp(",                        // softmax_rows
         "i32(",                        // matmul_i8's widening casts
         "f32(",                        // matmul_f16's widening casts
+        "bf16[5, 4] input",            // matmul_bf16's tensors
         "max=",                        // softmax_rows's max reduction
         "temp",                        // softmax_rows's temporaries
     ] {

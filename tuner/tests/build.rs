@@ -303,7 +303,7 @@ fn bad_manifests_name_the_line_kernel_and_field() {
         error: kernels.toml:7: kernel `a`, field `name`: duplicate kernel name (first at line 1)
         error: kernels.toml:2: kernel `2fast`, field `name`: `2fast` is not a C identifier
         error: kernels.toml:4: kernel `k`, field `target`: unknown target `cray-1` (known: host, neon, neoverse-v1, neoverse-v2, a64fx, sve-generic, rvv, sme, apple-m4)
-        error: kernels.toml:3: kernel `k`, field `workload`: unknown workload `axpi` (known: scale_add, axpy, daxpy, sum_cos, row_sum, softmax_rows, layer_norm, matmul, matmul_bt, batch_matmul, outer_product, paged_read, transpose, conv2d_nhwc, depthwise_conv2d_nhwc, matmul_i8, matmul_f16)
+        error: kernels.toml:3: kernel `k`, field `workload`: unknown workload `axpi` (known: scale_add, axpy, daxpy, sum_cos, row_sum, softmax_rows, layer_norm, matmul, matmul_bt, batch_matmul, outer_product, paged_read, transpose, conv2d_nhwc, depthwise_conv2d_nhwc, matmul_i8, matmul_f16, matmul_bf16)
         error: kernels.toml:5: kernel `k`, field `vl`: target `neoverse-v1` cannot run at a vector length of 384 bits (powers of two from 256 to 256)
         error: kernels.toml:1: kernel `#1`, field `name`: missing
         error: kernels.toml:1: invalid table header expected `.`, `]]`

@@ -325,6 +325,90 @@ fn widening_sme_schedules_pass_check_and_use_the_widening_instructions() {
     }
 }
 
+/// The widening bf16 form: `check` passes `matmul_bf16` (widening `bfmopa`,
+/// bf16 pairs into f32 tiles, BFDotAdd rounding to odd under QEMU 7.2) with
+/// 1, 2 and 4 tiles, edge tiles and an odd K at the smallest, a middle and
+/// the largest streaming VL of `sme` and on `apple-m4`; the assembly enters
+/// streaming mode, uses `bfmopa` and stores ZA slices.
+#[test]
+fn bf16_sme_schedules_pass_check_and_use_bfmopa() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let matmul = std::fs::read_to_string(common::root().join(sched("matmul_sme"))).expect("trace");
+    let w = "matmul_bf16:M=67,N=131,K=29";
+    for (rows, cols) in [(4, 4), (4, 8), (8, 8)] {
+        let mm = with_za_tiles(&matmul, ("i", "j"), 8, rows, cols);
+        let f = dir.path().join(format!("mm_{rows}x{cols}.trace"));
+        std::fs::write(&f, mm).expect("write");
+        let f = f.display().to_string();
+        let t = check_ok(w, "sme", &f, Some("128,512,2048"));
+        assert_ok_at(&t, &[128, 512, 2048], &format!("sme {rows}x{cols}"));
+        let t = check_ok(w, "apple-m4", &f, None);
+        assert_ok_at(&t, &[512], &format!("apple-m4 {rows}x{cols}"));
+        for target in ["sme", "apple-m4"] {
+            let a = asm(w, target, &f);
+            assert!(a.lines().any(|l| l.contains("bfmopa\tza") && l.ends_with(".h")), "{target}: no bfmopa");
+            assert!(a.contains("smstart\tsm") && a.contains("st1w\t{za"), "{target}");
+        }
+    }
+}
+
+/// bf16 inputs outside SME: `check` passes `matmul_bf16` unscheduled and
+/// tiled natively on the host, and as length-agnostic SVE on neoverse-v1
+/// under QEMU (bf16 loads widened to f32 in registers).
+#[test]
+fn bf16_matmul_passes_check_on_the_host_and_on_sve() {
+    let w = "matmul_bf16:M=19,N=37,K=11";
+    for (target, schedule) in [
+        ("host", None),
+        ("host", Some("matmul_tiled")),
+        ("neoverse-v1", None),
+        ("neoverse-v1", Some("matmul_tiled_vla")),
+    ] {
+        let mut args = vec!["check", w, "--target", target];
+        let file = schedule.map(sched);
+        if let Some(f) = &file {
+            args.extend(["--schedule", f.as_str()]);
+        }
+        let o = scaletune(&args);
+        let t = text(&o);
+        assert!(o.status.success() && t.contains("all runs match the reference"), "{args:?}:\n{t}");
+    }
+}
+
+/// A bf16 output (f32 results rounded to bf16 in the kernel, by integer
+/// operations in the IR) passes `check` scalar and as predicated vectors on
+/// the host, SVE, neoverse-v1 and RVV.
+#[test]
+fn bf16_outputs_pass_check_on_every_vector_architecture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let w = dir.path().join("narrow_bf16.toml");
+    std::fs::write(
+        &w,
+        "name = \"narrow_bf16\"\ncompute = [\"Y[i] = bf16(f32(X[i]) * 3.0 + Z[i])\"]\n[params]\nN = 77\n[tensors]\n\
+         X = { dtype = \"bf16\", shape = [\"N\"] }\nZ = { dtype = \"f32\", shape = [\"N\"] }\n\
+         Y = { dtype = \"bf16\", shape = [\"N\"], role = \"output\" }\n",
+    )
+    .expect("write");
+    let s = dir.path().join("narrow.trace");
+    std::fs::write(
+        &s,
+        "b = get_block(\"Y\")\ni, = get_loops(b)\ni0, i1 = split(i, factors=[None, 4*vscale])\nvectorize(i1, tail=\"predicate\")\n",
+    )
+    .expect("write");
+    let (w, s) = (w.display().to_string(), s.display().to_string());
+    for target in ["host", "sve-generic", "neoverse-v1", "rvv"] {
+        for schedule in [None, Some(s.as_str())] {
+            let mut args = vec!["check", w.as_str(), "--target", target];
+            if let Some(f) = schedule {
+                args.extend(["--schedule", f]);
+            }
+            let o = scaletune(&args);
+            let t = text(&o);
+            assert!(o.status.success() && t.contains("all runs match the reference"), "{args:?}:\n{t}");
+        }
+    }
+}
+
 /// Without `--schedule`, `compile` and `check` use the naive loop nest.
 #[test]
 fn compile_and_check_the_naive_nest() {

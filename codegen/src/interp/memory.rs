@@ -5,6 +5,7 @@
 use super::value::{f64_to_f16, round_float, Kind, Scalar};
 use super::{ArgValue, InterpError};
 use crate::vprog::{BufId, BufKind, Buffer, Elem, Param, Program, Reg};
+use scaletune_space::data::bf16_from_f64;
 use scaletune_space::TensorData;
 
 /// Local buffers larger than this many elements are rejected as invalid.
@@ -53,7 +54,7 @@ fn local_len(buf: &Buffer, coeffs: &[i64], vscale: u32) -> Result<usize, InterpE
 /// Converts a scalar argument to the kind of its parameter register.
 fn scalar_arg(name: &str, kind: Kind, v: f64) -> Result<Scalar, InterpError> {
     let (lo, hi) = match kind {
-        Kind::F16 | Kind::F32 | Kind::F64 => return Ok(Scalar::F(round_float(kind, v))),
+        Kind::F16 | Kind::BF16 | Kind::F32 | Kind::F64 => return Ok(Scalar::F(round_float(kind, v))),
         Kind::I8 => (f64::from(i8::MIN), f64::from(i8::MAX)),
         Kind::I32 => (f64::from(i32::MIN), f64::from(i32::MAX)),
         Kind::Index => (-(2f64.powi(63)), 2f64.powi(63) - 1024.0),
@@ -272,6 +273,7 @@ impl<'a> Memory<'a> {
             (TensorData::F32(v), i) => Ok(f64::from(v[i])),
             (TensorData::F64(v), i) => Ok(v[i]),
             (TensorData::F16(v), i) => Ok(v[i].to_f64()),
+            (TensorData::BF16(v), i) => Ok(v[i].to_f64()),
             _ => Err(InterpError::Internal("float read of an integer buffer".into())),
         }
     }
@@ -293,6 +295,7 @@ impl<'a> Memory<'a> {
             (TensorData::F32(v), i) => v[i] = x as f32,
             (TensorData::F64(v), i) => v[i] = x,
             (TensorData::F16(v), i) => v[i] = f64_to_f16(x),
+            (TensorData::BF16(v), i) => v[i] = bf16_from_f64(x),
             _ => return Err(InterpError::Internal("float write to an integer buffer".into())),
         }
         Ok(())
@@ -335,6 +338,7 @@ impl<'a> Memory<'a> {
             (name, TensorData::F32(v), init) => load_lanes(name, v, init, idx, active, out, f64::from),
             (name, TensorData::F64(v), init) => load_lanes(name, v, init, idx, active, out, |x| x),
             (name, TensorData::F16(v), init) => load_lanes(name, v, init, idx, active, out, |x| x.to_f64()),
+            (name, TensorData::BF16(v), init) => load_lanes(name, v, init, idx, active, out, |x| x.to_f64()),
             _ => Err(InterpError::Internal("float load from an integer buffer".into())),
         }
     }
@@ -373,6 +377,7 @@ impl<'a> Memory<'a> {
             TensorData::F32(v) => store_lanes(name, ro, v, init, idx, active, values, |x| x as f32),
             TensorData::F64(v) => store_lanes(name, ro, v, init, idx, active, values, |x| x),
             TensorData::F16(v) => store_lanes(name, ro, v, init, idx, active, values, f64_to_f16),
+            TensorData::BF16(v) => store_lanes(name, ro, v, init, idx, active, values, bf16_from_f64),
             _ => Err(InterpError::Internal("float store to an integer buffer".into())),
         }
     }

@@ -5,7 +5,7 @@
 //! reports what compiled code would silently get wrong or leave undefined.
 //!
 //! - Floats are rounded to their dtype after every operation (correctly, to
-//!   nearest even, also for f16); `Fma` rounds once. Integers wrap to their width (i8, i32,
+//!   nearest even, also for f16 and bf16); `Fma` rounds once. Integers wrap to their width (i8, i32,
 //!   and 64 bits for the index type).
 //! - `FloorDiv`/`FloorMod` round toward negative infinity; a zero divisor is
 //!   [`InterpError::DivisionByZero`], `MIN / -1` is

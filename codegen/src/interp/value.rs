@@ -8,12 +8,14 @@
 use super::InterpError;
 use crate::vprog::{BinOp, CmpOp, Elem, UnOp};
 use half::f16;
+use scaletune_space::data::{bf16_from_f64, f64_to_f32_odd};
 use scaletune_space::DType;
 
 /// The element type of a register, resolved once before execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     F16,
+    BF16,
     F32,
     F64,
     I8,
@@ -36,6 +38,7 @@ impl Kind {
     pub(crate) fn of_dtype(d: DType) -> Kind {
         match d {
             DType::F16 => Kind::F16,
+            DType::BF16 => Kind::BF16,
             DType::F32 => Kind::F32,
             DType::F64 => Kind::F64,
             DType::I8 => Kind::I8,
@@ -46,7 +49,7 @@ impl Kind {
     /// The storage class of values of this kind.
     pub(crate) fn class(self) -> Class {
         match self {
-            Kind::F16 | Kind::F32 | Kind::F64 => Class::Float,
+            Kind::F16 | Kind::BF16 | Kind::F32 | Kind::F64 => Class::Float,
             Kind::I8 | Kind::I32 | Kind::Index => Class::Int,
             Kind::Bool => Class::Bool,
         }
@@ -123,6 +126,7 @@ pub(crate) fn round_float(kind: Kind, x: f64) -> f64 {
     match kind {
         Kind::F32 => f64::from(x as f32),
         Kind::F16 => f64_to_f16(x).to_f64(),
+        Kind::BF16 => bf16_from_f64(x).to_f64(),
         _ => x,
     }
 }
@@ -134,13 +138,7 @@ pub(crate) fn round_float(kind: Kind, x: f64) -> f64 {
 /// is first rounded to f32 *to odd* (the sticky bit survives in the last
 /// place), after which f32 to f16 (a correct conversion in `half`) rounds once.
 pub(crate) fn f64_to_f16(x: f64) -> f16 {
-    let mut single = x as f32;
-    if single.is_finite() && f64::from(single) != x && single.to_bits() & 1 == 0 {
-        // Step one ulp toward x: away from zero if |x| is larger.
-        let bits = single.to_bits();
-        single = f32::from_bits(if x.abs() > f64::from(single).abs() { bits + 1 } else { bits - 1 });
-    }
-    f16::from_f32(single)
+    f16::from_f32(f64_to_f32_odd(x))
 }
 
 /// Wraps `x` to the width of an integer kind (sign-extended).
@@ -155,8 +153,8 @@ pub(crate) fn wrap_int(kind: Kind, x: i64) -> i64 {
 
 /// Elementwise binary operation on floats (inputs already rounded to `kind`).
 ///
-/// Computing in f64 and rounding once is exact for f32 and f16 (f64 has more
-/// than twice their precision plus two bits).
+/// Computing in f64 and rounding once is exact for f32, f16 and bf16 (f64 has
+/// more than twice their precision plus two bits).
 #[inline(always)]
 pub(crate) fn float_bin(op: BinOp, kind: Kind, a: f64, b: f64) -> Result<f64, InterpError> {
     let r = match op {
@@ -269,6 +267,7 @@ pub(crate) fn fma(kind: Kind, a: f64, b: f64, c: f64) -> f64 {
     match kind {
         Kind::F32 => f64::from((a as f32).mul_add(b as f32, c as f32)),
         Kind::F16 => fma_f16(a, b, c),
+        Kind::BF16 => fma_bf16(a, b, c),
         _ => a.mul_add(b, c),
     }
 }
@@ -280,6 +279,44 @@ pub(crate) fn fma(kind: Kind, a: f64, b: f64, c: f64) -> f64 {
 /// correct rounding.
 fn fma_f16(a: f64, b: f64, c: f64) -> f64 {
     f64_to_f16(a * b + c).to_f64()
+}
+
+/// bf16 fma. The product of two bf16 values is exact in f64 (16 bits), but
+/// unlike f16 the exponent range is wide enough for the f64 sum to drop an
+/// addend that decides a tie, so the sum is rounded to odd in f64 (its exact
+/// error from TwoSum says which way it was inexact) before the single
+/// correct rounding to bf16 (round-to-odd with 45 spare bits keeps it one).
+fn fma_bf16(a: f64, b: f64, c: f64) -> f64 {
+    let p = a * b;
+    let s = p + c;
+    if !s.is_finite() {
+        return bf16_from_f64(s).to_f64();
+    }
+    // TwoSum: `err` is exactly (p + c) - s. A zero `s` is exact (a sum that
+    // rounds to zero is zero), so stepping `s` never crosses zero.
+    let pv = s - c;
+    let err = (p - pv) + (c - (s - pv));
+    let odd = if err != 0.0 && s.to_bits() & 1 == 0 {
+        let away = (err > 0.0) == (s > 0.0);
+        f64::from_bits(if away { s.to_bits() + 1 } else { s.to_bits() - 1 })
+    } else {
+        s
+    };
+    bf16_from_f64(odd).to_f64()
+}
+
+/// Integer to bf16, rounded once: beyond 2^53, where `as f64` would round
+/// first, the integer is rounded to odd at 53 bits (exact in f64) so that
+/// the rounding to bf16 is the only one.
+fn int_to_bf16(i: i64) -> f64 {
+    let mag = i.unsigned_abs();
+    let shift = (64 - mag.leading_zeros()).saturating_sub(53);
+    let mut m = mag >> shift;
+    if mag & ((1u64 << shift) - 1) != 0 {
+        m |= 1;
+    }
+    let x = (m as f64) * 2f64.powi(shift as i32);
+    bf16_from_f64(if i < 0 { -x } else { x }).to_f64()
 }
 
 /// Float comparison: `Lt`, `Le`, `Eq` are ordered (false on NaN), `Ne` is
@@ -331,6 +368,7 @@ pub(crate) fn cast(to: Kind, x: Scalar) -> Result<Scalar, InterpError> {
             Kind::F32 => f64::from(i as f32),
             // f64 is exact below 2^53; larger values are infinite in f16.
             Kind::F16 => f64_to_f16(i as f64).to_f64(),
+            Kind::BF16 => int_to_bf16(i),
             _ => i as f64,
         }),
         (Scalar::I(i), Class::Int) => Scalar::I(wrap_int(to, i)),
@@ -379,6 +417,28 @@ mod tests {
         let tiny = 2f64.powi(-24);
         assert_eq!(fma(Kind::F16, 48.0, 683.0, tiny), 32800.0);
         assert_eq!(fma(Kind::F16, 48.0, 683.0, 0.0), 32768.0);
+    }
+
+    #[test]
+    fn bf16_fma_and_int_conversion_round_once() {
+        // 1 + 2^-8 is the tie between 1 and 1 + 2^-7; an addend far below
+        // f64 precision of the product still decides it.
+        let tie = 1.0 + 2f64.powi(-8);
+        let tiny = 2f64.powi(-120);
+        assert_eq!(fma(Kind::BF16, tie, 1.0, tiny), 1.0 + 2f64.powi(-7));
+        assert_eq!(fma(Kind::BF16, tie, 1.0, -tiny), 1.0);
+        assert_eq!(fma(Kind::BF16, tie, 1.0, 0.0), 1.0);
+        assert_eq!(fma(Kind::BF16, -tie, 1.0, -tiny), -(1.0 + 2f64.powi(-7)));
+        assert_eq!(fma(Kind::BF16, 3.0, 5.0, -15.0), 0.0);
+        // 2^62 + 2^54 is a bf16 tie (between 2^62 and 2^62 + 2^55); one more
+        // unit, lost by `as f64`, rounds it up.
+        let t = (1i64 << 62) + (1i64 << 54);
+        assert_eq!(cast(Kind::BF16, Scalar::I(t)), Ok(Scalar::F(2f64.powi(62))));
+        assert_eq!(cast(Kind::BF16, Scalar::I(t + 1)), Ok(Scalar::F(2f64.powi(62) + 2f64.powi(55))));
+        assert_eq!(cast(Kind::BF16, Scalar::I(-t - 1)), Ok(Scalar::F(-(2f64.powi(62) + 2f64.powi(55)))));
+        assert_eq!(cast(Kind::BF16, Scalar::I(i64::MIN)), Ok(Scalar::F(-(2f64.powi(63)))));
+        assert_eq!(cast(Kind::BF16, Scalar::I(-3)), Ok(Scalar::F(-3.0)));
+        assert_eq!(cast(Kind::BF16, Scalar::I(257)), Ok(Scalar::F(256.0)));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! SME's ZA array: four 32-bit tiles of `L x L` elements (`L = 4*vscale`),
 //! f32 or i32 by use, zeroed, loaded and stored by horizontal slices, and
 //! accumulated by outer products: `fmopa` (fused multiply-add of every row
-//! element by every column element), the widening `fmopa` (pairs of f16)
-//! and `smopa` (quads of i8 into i32).
+//! element by every column element), the widening `fmopa` (pairs of f16),
+//! the widening `bfmopa` (pairs of bf16) and `smopa` (quads of i8 into i32).
 
 use super::exec::Machine;
 use super::value::{self, Class, Kind};
@@ -119,7 +119,7 @@ impl Machine<'_> {
     }
 
     /// An outer product into `tile`: `g` reduction elements per row and
-    /// column (1 for f32, 2 for f16 into f32, 4 for i8 into i32), each pair
+    /// column (1 for f32, 2 for f16 or bf16 into f32, 4 for i8 into i32), each pair
     /// of elements taking part when its lanes are active in both masks.
     pub(super) fn mopa(&mut self, tile: u8, a: Reg, b: Reg, a_mask: Option<Reg>, b_mask: Option<Reg>) -> R {
         self.stats.ops += 1;
@@ -135,7 +135,7 @@ impl Machine<'_> {
         };
         let g = match kind {
             Kind::F32 => 1,
-            Kind::F16 => 2,
+            Kind::F16 | Kind::BF16 => 2,
             Kind::I8 => 4,
             _ => return Err(InterpError::Internal(format!("outer product of {kind:?} vectors"))),
         };
@@ -173,6 +173,17 @@ impl Machine<'_> {
                             *z = f64::from(*z as f32 + dot as f32);
                         }
                     }
+                    Kind::BF16 => {
+                        let mut any = false;
+                        let mut prods = [0.0; 2];
+                        for q in pairs {
+                            prods[q] = va[g * r + q] * vb[g * c + q];
+                            any = true;
+                        }
+                        if any {
+                            *z = bf_dot_add(*z, prods[0], prods[1]);
+                        }
+                    }
                     _ => {
                         let dot: i64 = pairs.map(|q| va[g * r + q] as i64 * vb[g * c + q] as i64).sum();
                         *z = value::wrap_int(Kind::I32, *z as i64 + dot) as f64;
@@ -181,5 +192,67 @@ impl Machine<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The widening `bfmopa` step of one tile element: `z + (p0 + p1)` where
+/// `p0`, `p1` are the two products of bf16 pairs (exact in f64), with the
+/// Arm ARM's BFDotAdd rules without FEAT_EBF16 (what QEMU 7.2 implements;
+/// `FPCR` is ignored): each product, their sum and the final addition are
+/// rounded to f32 *to odd*, inputs and results below the normal range are
+/// flushed to zero.
+pub(super) fn bf_dot_add(z: f64, p0: f64, p1: f64) -> f64 {
+    let (p0, p1) = (flush(round_odd_f32(p0, 0.0)), flush(round_odd_f32(p1, 0.0)));
+    let sum = flush(round_odd_f32(p0, p1));
+    flush(round_odd_f32(flush(z), sum))
+}
+
+/// Values below the smallest normal f32 become zero of the same sign.
+fn flush(x: f64) -> f64 {
+    if x != 0.0 && x.abs() < f64::from(f32::MIN_POSITIVE) {
+        0.0f64.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// `a + b` rounded once to f32 to odd (exactly: the f64 sum's own rounding
+/// error, from TwoSum, makes it odd in f64 first, and round-to-odd twice is
+/// round-to-odd once).
+fn round_odd_f32(a: f64, b: f64) -> f64 {
+    let s = a + b;
+    if !s.is_finite() {
+        return s;
+    }
+    let av = s - b;
+    let err = (a - av) + (b - (s - av));
+    let s = if err != 0.0 && s.to_bits() & 1 == 0 {
+        let away = (err > 0.0) == (s > 0.0);
+        f64::from_bits(if away { s.to_bits() + 1 } else { s.to_bits() - 1 })
+    } else {
+        s
+    };
+    f64::from(scaletune_space::data::f64_to_f32_odd(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bf_dot_add;
+
+    #[test]
+    fn bfmopa_rounds_to_odd_and_flushes() {
+        let p = 2f64.powi(-30);
+        // 1 + 2^-30 rounds to odd (up to 1 + 2^-23), not to nearest (1).
+        assert_eq!(bf_dot_add(0.0, 1.0, p), 1.0 + 2f64.powi(-23));
+        assert_eq!(bf_dot_add(1.0, p, 0.0), 1.0 + 2f64.powi(-23));
+        // An odd result that is inexact stays.
+        assert_eq!(bf_dot_add(1.0 + 2f64.powi(-23), p, 0.0), 1.0 + 2f64.powi(-23));
+        // Exact sums are exact.
+        assert_eq!(bf_dot_add(0.5, 0.25, -0.125), 0.625);
+        // A product below the normal f32 range is flushed to zero.
+        assert_eq!(bf_dot_add(1.0, 2f64.powi(-140), 0.0), 1.0);
+        assert_eq!(bf_dot_add(0.0, 2f64.powi(-130), 0.0), 0.0);
+        // Overflow is infinite.
+        assert_eq!(bf_dot_add(0.0, 2f64.powi(200), 0.0), f64::INFINITY);
     }
 }

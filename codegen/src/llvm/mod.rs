@@ -38,6 +38,7 @@
 //! between iterations or out of the loop, a scratch buffer shared with code
 //! outside the loop) is refused with [`LlvmError::Parallel`].
 
+mod bf16;
 mod context;
 mod emit;
 mod host;
@@ -323,6 +324,7 @@ fn check_program(prog: &Program, target: &Target, opt_level: u8) -> Result<(), L
         return Err(LlvmError::InvalidProgram(format!("a register has the zero-lane type {ty}")));
     }
     check_constants(&prog.body)?;
+    bf16::check_ops(prog, &target.name)?;
     support::check_types(prog, target, opt_level)?;
     Ok(())
 }

@@ -101,6 +101,7 @@ impl Emitter<'_> {
         // SAFETY: the constant's type matches its kind.
         unsafe {
             match c {
+                Const::Float(v, DType::BF16) => self.bf16_const(v),
                 Const::Float(v, d) => LLVMConstReal(self.t.elem(Elem::Data(d)), v),
                 Const::Int(v, e) => self.t.const_int(self.t.elem(e), wrap_int(v, e)),
                 Const::Bool(v) => LLVMConstInt(self.t.i1, u64::from(v), 0),
@@ -280,6 +281,12 @@ impl Emitter<'_> {
         if from == to {
             return Ok(v);
         }
+        if from == Elem::Data(DType::BF16) {
+            return self.widen_bf16(v, to, from_ty);
+        }
+        if to == Elem::Data(DType::BF16) {
+            return self.narrow_to_bf16(v, from, from_ty);
+        }
         let dest = self.t.ty(from_ty.with_elem(to));
         let b = self.b;
         if from.is_float() && !to.is_float() {
@@ -306,7 +313,7 @@ impl Emitter<'_> {
     ///
     /// f16 is first widened to f32 (exactly): LLVM 19 cannot legalize
     /// `fptosi.sat` of f16 vectors on RVV, nor of `<1 x half>` on AArch64.
-    fn float_to_int(&self, v: V, from_ty: Ty, to: Elem) -> Result<V, LlvmError> {
+    pub(crate) fn float_to_int(&self, v: V, from_ty: Ty, to: Elem) -> Result<V, LlvmError> {
         let (v, from_ty) = if from_ty.elem == Elem::Data(DType::F16) {
             let wide_ty = from_ty.with_elem(Elem::F32);
             // SAFETY: f16 to f32 of the same shape.

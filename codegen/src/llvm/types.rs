@@ -13,6 +13,8 @@ pub(crate) struct Types {
     pub(crate) i32: LLVMTypeRef,
     pub(crate) i64: LLVMTypeRef,
     pub(crate) f16: LLVMTypeRef,
+    /// bf16 is held as its bits (see `bf16.rs`).
+    pub(crate) bf16: LLVMTypeRef,
     pub(crate) f32: LLVMTypeRef,
     pub(crate) f64: LLVMTypeRef,
     pub(crate) ptr: LLVMTypeRef,
@@ -31,6 +33,7 @@ impl Types {
                 i32: LLVMInt32TypeInContext(ctx),
                 i64: LLVMInt64TypeInContext(ctx),
                 f16: LLVMHalfTypeInContext(ctx),
+                bf16: LLVMInt16TypeInContext(ctx),
                 f32: LLVMFloatTypeInContext(ctx),
                 f64: LLVMDoubleTypeInContext(ctx),
                 ptr: LLVMPointerTypeInContext(ctx, 0),
@@ -38,11 +41,12 @@ impl Types {
         }
     }
 
-    /// The LLVM type of one element: half/float/double/i8/i32, i64 for
-    /// indices, i1 for booleans.
+    /// The LLVM type of one element: half/float/double/i8/i32, i16 (the
+    /// bits) for bf16, i64 for indices, i1 for booleans.
     pub(crate) fn elem(&self, e: Elem) -> LLVMTypeRef {
         match e {
             Elem::Data(DType::F16) => self.f16,
+            Elem::Data(DType::BF16) => self.bf16,
             Elem::Data(DType::F32) => self.f32,
             Elem::Data(DType::F64) => self.f64,
             Elem::Data(DType::I8) => self.i8,

@@ -71,7 +71,9 @@ impl Emitter<'_> {
     }
 
     /// `fmopa za<tile>.s, pa/m, pb/m, a, b` on f32 vectors; on f16 vectors
-    /// the widening `fmopa` (`llvm.aarch64.sme.mopa.wide`), on i8 vectors
+    /// the widening `fmopa` (`llvm.aarch64.sme.mopa.wide`), on bf16 vectors
+    /// the widening `bfmopa` (the same intrinsic on the bits reinterpreted
+    /// as `bfloat`), on i8 vectors
     /// `smopa` (`llvm.aarch64.sme.smopa.wide`), both into 32-bit tiles.
     pub(crate) fn mopa(
         &self,
@@ -84,7 +86,7 @@ impl Emitter<'_> {
         let ty = self.prog.ty(a);
         let name = match ty.elem {
             Elem::F32 => "llvm.aarch64.sme.mopa",
-            Elem::Data(DType::F16) => "llvm.aarch64.sme.mopa.wide",
+            Elem::Data(DType::F16 | DType::BF16) => "llvm.aarch64.sme.mopa.wide",
             Elem::Data(DType::I8) => "llvm.aarch64.sme.smopa.wide",
             e => return Err(LlvmError::Internal(format!("outer product of {e} vectors"))),
         };
@@ -94,8 +96,14 @@ impl Emitter<'_> {
             // SAFETY: a scalable mask type of this context.
             None => unsafe { LLVMConstAllOnes(self.t.ty(Ty::mask(lanes))) },
         };
-        let args = [self.t.i32_const(i32::from(tile)), pred(a_mask), pred(b_mask), self.load_reg(a), self.load_reg(b)];
-        self.intrinsic(name, &[self.t.ty(ty)], &args)?;
+        let (mut va, mut vb, mut op_ty) = (self.load_reg(a), self.load_reg(b), self.t.ty(ty));
+        if ty.elem == Elem::Data(DType::BF16) {
+            (va, vb) = (self.as_bfloat(va, ty), self.as_bfloat(vb, ty));
+            // SAFETY: `va` is a live value.
+            op_ty = unsafe { LLVMTypeOf(va) };
+        }
+        let args = [self.t.i32_const(i32::from(tile)), pred(a_mask), pred(b_mask), va, vb];
+        self.intrinsic(name, &[op_ty], &args)?;
         Ok(())
     }
 }

@@ -28,7 +28,7 @@ use scaletune_space::DType;
 /// Taylor polynomial for `exp(r)` (degree 7 for f32, 13 for f64), and `2^n`
 /// built from exponent bits as `2^(n/2) * 2^(n - n/2)` so that subnormal
 /// results and overflow round correctly. Large arguments give `+inf`, very
-/// negative ones `0`; NaN propagates. An f16 `x` is computed in f32.
+/// negative ones `0`; NaN propagates. An f16 or bf16 `x` is computed in f32.
 ///
 /// # Panics
 /// If `x` is not a float register.
@@ -44,7 +44,7 @@ pub fn exp(b: &mut Builder, x: Reg) -> Reg {
 /// polynomial on `[-pi/4, pi/4]` chosen and negated by the quadrant `k mod 4`.
 /// Accurate for `|x| <= 1e4` (and in practice up to about `1e6` for f32);
 /// beyond that the f32 reduction loses accuracy, and where it breaks down
-/// entirely (huge `|x|`) the result is still within `[-1, 1]`. NaN and infinities give NaN. An f16 `x` is computed in f32.
+/// entirely (huge `|x|`) the result is still within `[-1, 1]`. NaN and infinities give NaN. An f16 or bf16 `x` is computed in f32.
 ///
 /// # Panics
 /// If `x` is not a float register.
@@ -56,10 +56,10 @@ fn via_f32_for_f16(b: &mut Builder, x: Reg, f: fn(&mut Math<'_>, Reg) -> Reg) ->
     let ty = b.ty(x);
     match ty.elem {
         Elem::Data(DType::F32) | Elem::Data(DType::F64) => f(&mut Math::new(b, ty), x),
-        Elem::Data(DType::F16) => {
+        Elem::Data(d @ (DType::F16 | DType::BF16)) => {
             let wide = b.emit(Op::Cast(x, Elem::F32));
             let r = f(&mut Math::new(b, ty.with_elem(Elem::F32)), wide);
-            b.emit(Op::Cast(r, Elem::Data(DType::F16)))
+            b.emit(Op::Cast(r, Elem::Data(d)))
         }
         other => panic!("math expansion of a non-float register {x} of type {other}"),
     }

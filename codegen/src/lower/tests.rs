@@ -74,7 +74,7 @@ fn has_op(p: &Program, f: &dyn Fn(&Op) -> bool) -> bool {
 fn naive_nests_of_every_workload() {
     for w in scaletune_space::workload::shipped_names() {
         let small = match w {
-            "matmul" | "matmul_bt" | "matmul_i8" | "matmul_f16" => format!("{w}:M=5,N=6,K=7"),
+            "matmul" | "matmul_bt" | "matmul_i8" | "matmul_f16" | "matmul_bf16" => format!("{w}:M=5,N=6,K=7"),
             "batch_matmul" => format!("{w}:BS=2,M=3,N=4,K=5"),
             "conv2d_nhwc" => format!("{w}:H=5,WI=6,C=3,F=4"),
             "depthwise_conv2d_nhwc" => format!("{w}:H=5,WI=6,C=3"),
@@ -186,6 +186,7 @@ vectorize(f1)
     let m = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 4*vscale])\nreorder(i, j0, k, j1)\nvectorize(j1)\n";
     check("matmul_i8:M=5,N=19,K=7", m, sve());
     check("matmul_f16:M=5,N=19,K=7", m, sve());
+    check("matmul_bf16:M=5,N=19,K=7", m, sve());
     check("conv2d_nhwc:H=6,WI=6,C=3,F=5", "b = get_block(\"Out\")\nn, oh, ow, f, r, s, c = get_loops(b)\nf0, f1 = split(f, factors=[None, 4*vscale])\nreorder(n, oh, ow, f0, r, s, c, f1)\nvectorize(f1, tail=\"scalar\")\n", sve());
 }
 

@@ -527,11 +527,13 @@ pub enum Stmt {
     /// elements (SME). With `a`, `b` f32 vectors of `L` lanes (`fmopa`):
     /// `tile[r][c] += a[r] * b[c]` (fused) for every `r` active in `a_mask`
     /// and `c` active in `b_mask`. The widening forms hold `g` consecutive
-    /// reduction elements per row and column: f16 vectors of `2L` lanes
-    /// (`g = 2`, f32 tile, widening `fmopa`) or i8 vectors of `4L` lanes
-    /// (`g = 4`, i32 tile, `smopa`), `tile[r][c] += sum over q < g of
-    /// a[g*r + q] * b[g*c + q]` over the pairs whose lanes are active in both
-    /// masks (masks of `g*L` lanes).
+    /// reduction elements per row and column: f16 or bf16 vectors of `2L`
+    /// lanes (`g = 2`, f32 tile, widening `fmopa` / `bfmopa`) or i8 vectors
+    /// of `4L` lanes (`g = 4`, i32 tile, `smopa`), `tile[r][c] += sum over
+    /// q < g of a[g*r + q] * b[g*c + q]` over the pairs whose lanes are
+    /// active in both masks (masks of `g*L` lanes). For bf16 every product,
+    /// the pair's sum and the addition round to f32 to odd, and subnormals
+    /// flush to zero (BFDotAdd without FEAT_EBF16).
     Mopa {
         /// Tile number, 0 to 3.
         tile: u8,

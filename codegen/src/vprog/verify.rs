@@ -278,11 +278,11 @@ impl Verifier<'_> {
 }
 
 /// Reduction elements per row of an outer-product operand of `d` elements:
-/// 1 for f32 (`fmopa`), 2 for f16 (widening `fmopa`), 4 for i8 (`smopa`).
+/// 1 for f32 (`fmopa`), 2 for f16 and bf16 (widening `fmopa` / `bfmopa`), 4 for i8 (`smopa`).
 pub fn mopa_group(d: DType) -> Option<u32> {
     match d {
         DType::F32 => Some(1),
-        DType::F16 => Some(2),
+        DType::F16 | DType::BF16 => Some(2),
         DType::I8 => Some(4),
         _ => None,
     }

@@ -23,7 +23,7 @@ fn c_scalar(d: DType, v: f64) -> String {
         DType::F64 => format!("u2d(0x{:016x}ull)", v.to_bits()),
         DType::I8 => format!("(int8_t){}", v as i64),
         DType::I32 => format!("(int32_t){}", v as i64),
-        DType::F16 => panic!("the test driver does not pass f16 scalars"),
+        DType::F16 | DType::BF16 => panic!("the test driver does not pass 16-bit float scalars"),
     }
 }
 

@@ -2,7 +2,7 @@
 //! them, so they are taken out of each block before llvm-mca prices the rest
 //! and priced from the target's throughput table (`[sme]` in
 //! `configs/targets/`): outer products (`fmopa` on f32 or, widening, f16;
-//! `smopa`; ...) at
+//! the widening `bfmopa` on bf16; `smopa`; ...) at
 //! `mopa_per_cycle`, ZA horizontal slice loads and stores at
 //! `za_load_per_cycle` and `za_store_per_cycle`, and the other instructions
 //! of the ZA and streaming-mode machinery (`smstart`, `smstop`, `zero {za}`,
@@ -85,6 +85,7 @@ mod tests {
             "fmopa za0.s, p0/m, p1/m, z0.s, z1.s",
             "fmopa za1.s, p0/m, p1/m, z2.h, z3.h",
             "smopa za2.s, p0/m, p1/m, z4.b, z5.b",
+            "bfmopa za3.s, p0/m, p1/m, z6.h, z7.h",
             "mov z6.s, p0/m, za3v.s[w12, 0]",
             "st1w {za0h.s[w12, 0]}, p0, [x0]",
             "ld1w {za1h.s[w13, 0]}, p1/z, [x2]",
@@ -97,11 +98,11 @@ mod tests {
         .to_vec();
         let (rest, c) = split_block(&lines);
         assert_eq!(rest, ["ld1w {z0.s}, p0/z, [x0]", "add x0, x0, #4"]);
-        // The widening fmopa and smopa are outer products like the f32 one
-        // (one rate for all, see the target files); a vertical slice move is control.
-        assert_eq!(c, SmeCounts { mopa: 3, za_load: 1, za_store: 1, control: 3 });
+        // The widening fmopa, bfmopa and smopa are outer products like the f32
+        // one (one rate for all, see the target files); a vertical slice move is control.
+        assert_eq!(c, SmeCounts { mopa: 4, za_load: 1, za_store: 1, control: 3 });
         let t = scaletune_codegen::target::Target::load("apple-m4").expect("target");
         let table = Sme { mopa_per_cycle: 2.0, za_load_per_cycle: 0.5, za_store_per_cycle: 1.0, ..t.sme.expect("sme") };
-        assert_eq!(c.cycles(&table), 1.5 + 2.0 + 1.0 + 3.0);
+        assert_eq!(c.cycles(&table), 2.0 + 2.0 + 1.0 + 3.0);
     }
 }

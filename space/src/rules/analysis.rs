@@ -103,8 +103,8 @@ pub(crate) fn scalable(nest: &Nest) -> bool {
 
 /// The iterators of rows and columns of a block that SME outer products can
 /// compute (`tensorize`): `C[.., i, j] += X * Y` (reduction iterators) or
-/// `C[.., i, j] = X * Y` (none), reads of one type (f32, or f16 converted
-/// to f32, into f32; i8 converted to i32 into i32), `i` and `j` spatial
+/// `C[.., i, j] = X * Y` (none), reads of one type (f32, or f16 or bf16
+/// converted to f32, into f32; i8 converted to i32 into i32), `i` and `j` spatial
 /// and the last two indices of the output.
 pub(crate) fn outer_product_axes(nest: &Nest, b: BlockId) -> Option<(usize, usize)> {
     use crate::workload::UpdateOp;

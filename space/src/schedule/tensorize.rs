@@ -10,8 +10,8 @@
 //! four (`za0.s`..`za3.s`). `X` must be contiguous along `i` (pack it
 //! transposed with `cache_read(.., layout=[1, 0])`) and `Y` along `j`;
 //! predicates that do not fill a tile become lane masks. The reads are f32
-//! into an f32 output (`fmopa`), f16 converted to f32 into an f32 output
-//! (the widening `fmopa`, two reduction steps per outer product) or i8
+//! into an f32 output (`fmopa`), f16 or bf16 converted to f32 into an f32
+//! output (the widening `fmopa` / `bfmopa`, two reduction steps per outer product) or i8
 //! converted to i32 into an i32 output (`smopa`, four reduction steps).
 
 use super::{ErrorKind, Result, ScheduleError};
@@ -60,7 +60,8 @@ pub struct OuterProduct {
     /// ZA tiles across the columns (1 or 2).
     pub col_tiles: u32,
     /// The element type of both operands: f32, f16 (widening `fmopa` into
-    /// f32 tiles) or i8 (`smopa` into i32 tiles).
+    /// f32 tiles), bf16 (widening `bfmopa` into f32 tiles) or i8 (`smopa`
+    /// into i32 tiles).
     pub input: DType,
     /// The operand contiguous along the rows (`X`), as written in the block.
     pub row_operand: Access,
@@ -318,8 +319,8 @@ impl Nest {
         err(
             ErrorKind::Structure,
             format!(
-                "block `{}` must compute the product of two tensor reads of one type: f32, f16 converted to f32 \
-                 (into f32), or i8 converted to i32 (into i32)",
+                "block `{}` must compute the product of two tensor reads of one type: f32, f16 or bf16 converted \
+                 to f32 (into f32), or i8 converted to i32 (into i32)",
                 self.block(b).name
             ),
         )
@@ -328,7 +329,7 @@ impl Nest {
 
 /// The two reads of a product `X * Y` that an outer product into a tile of
 /// `out` elements computes, and their element type: f32 reads into f32,
-/// f16 reads converted to f32 into f32, i8 reads converted to i32 into i32.
+/// f16 or bf16 reads converted to f32 into f32, i8 reads converted to i32 into i32.
 pub(crate) fn mopa_operands(v: &Value, out: DType) -> Option<(&Access, &Access, DType)> {
     let read = |v: &'_ Value| -> Option<(DType, DType)> {
         match v {
@@ -342,7 +343,10 @@ pub(crate) fn mopa_operands(v: &Value, out: DType) -> Option<(&Access, &Access, 
     };
     let Value::Bin(BinOp::Mul, x, y) = v else { return None };
     let (tx, ty) = (read(x)?, read(y)?);
-    let fits = matches!(tx, (DType::F32, DType::F32) | (DType::F16, DType::F32) | (DType::I8, DType::I32));
+    let fits = matches!(
+        tx,
+        (DType::F32, DType::F32) | (DType::F16, DType::F32) | (DType::BF16, DType::F32) | (DType::I8, DType::I32)
+    );
     if tx != ty || !fits || tx.1 != out {
         return None;
     }

@@ -23,6 +23,7 @@ const SHIPPED: &[(&str, &str)] = &[
     ("depthwise_conv2d_nhwc", include_str!("../../../configs/workloads/depthwise_conv2d_nhwc.toml")),
     ("matmul_i8", include_str!("../../../configs/workloads/matmul_i8.toml")),
     ("matmul_f16", include_str!("../../../configs/workloads/matmul_f16.toml")),
+    ("matmul_bf16", include_str!("../../../configs/workloads/matmul_bf16.toml")),
 ];
 
 /// Names of the shipped workloads, in catalog order.

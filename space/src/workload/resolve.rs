@@ -102,7 +102,7 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
         let dtype = DType::parse(t_ref.dtype.get_ref()).ok_or_else(|| {
             spec.at(
                 t_ref.dtype.span().start,
-                format!("unknown dtype `{}` (f16, f32, f64, i8, i32)", t_ref.dtype.get_ref()),
+                format!("unknown dtype `{}` (f16, bf16, f32, f64, i8, i32)", t_ref.dtype.get_ref()),
             )
         })?;
         let mut shape = Vec::new();
@@ -497,8 +497,8 @@ fn typed(
     ty: &Dtypes,
 ) -> Result<Value, WorkloadError> {
     let arith = |off: usize, what: &str| -> Result<(), WorkloadError> {
-        if matches!(want, DType::F16 | DType::I8) {
-            let conv = if want == DType::F16 { "f32" } else { "i32" };
+        if matches!(want, DType::F16 | DType::BF16 | DType::I8) {
+            let conv = if want == DType::I8 { "i32" } else { "f32" };
             return Err(at(
                 off,
                 format!("{what} on {want} values is not supported; convert them first with {conv}(...)"),

@@ -75,8 +75,11 @@ fn indirect_indices_and_casts() {
     assert_eq!(w.tensor(ind).range, Some((0, 8192)));
     let w = load("matmul_i8").expect("loads");
     assert_eq!(w.stmts[0].rhs.dtype(), DType::I32);
-    let w = load("matmul_f16").expect("loads");
-    assert_eq!(w.stmts[0].rhs.dtype(), DType::F32);
+    for name in ["matmul_f16", "matmul_bf16"] {
+        let w = load(name).expect("loads");
+        assert_eq!(w.stmts[0].rhs.dtype(), DType::F32, "{name}");
+    }
+    assert_eq!(load("matmul_bf16").expect("loads").tensors[0].dtype, DType::BF16);
 }
 
 #[test]
@@ -127,6 +130,17 @@ fn integer_arithmetic_needs_widening() {
     let text = MATMUL.replace("\"f32\"", "\"i8\"").replace("C = { dtype = \"i8\"", "C = { dtype = \"i32\"");
     let e = err(&text);
     assert!(e.contains("arithmetic on i8 values is not supported; convert them first with i32(...)"), "{e}");
+    let text = MATMUL.replace("\"f32\"", "\"bf16\"");
+    let e = err(&text);
+    assert!(e.contains("arithmetic on bf16 values is not supported; convert them first with f32(...)"), "{e}");
+    // bf16 converts to f32 explicitly; f32 does not narrow to bf16.
+    let bf16_a = MATMUL.replace("A = { dtype = \"f32\"", "A = { dtype = \"bf16\"");
+    let w = parse(&bf16_a.replace("A[i, k] * B", "f32(A[i, k]) * B")).expect("parses");
+    assert_eq!(w.stmts[0].rhs.dtype(), DType::F32);
+    let e = err(&MATMUL.replace("C = { dtype = \"f32\"", "C = { dtype = \"bf16\""));
+    assert!(e.contains("the value has type f32 but the result is bf16; convert it explicitly with bf16(...)"), "{e}");
+    let e = err(&MATMUL.replace("A = { dtype = \"f32\"", "A = { dtype = \"bf17\""));
+    assert!(e.contains("unknown dtype `bf17` (f16, bf16, f32, f64, i8, i32)"), "{e}");
 }
 
 #[test]

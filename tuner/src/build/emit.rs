@@ -35,7 +35,7 @@ struct Param {
 
 fn rust_elem(d: DType) -> &'static str {
     match d {
-        DType::F16 => "u16",
+        DType::F16 | DType::BF16 => "u16",
         DType::F32 => "f32",
         DType::F64 => "f64",
         DType::I8 => "i8",
@@ -50,7 +50,11 @@ fn params(w: &Workload) -> Vec<Param> {
         let t = w.tensor(id);
         let output = t.role == Role::Output;
         let shape: Vec<String> = t.shape.iter().map(i64::to_string).collect();
-        let mut note = if t.dtype == DType::F16 { ", IEEE half bits".to_string() } else { String::new() };
+        let mut note = match t.dtype {
+            DType::F16 => ", IEEE half bits".to_string(),
+            DType::BF16 => ", bfloat16 bits (the upper half of an f32)".to_string(),
+            _ => String::new(),
+        };
         if let Some((lo, hi)) = t.range {
             note.push_str(&format!(", every value in [{lo}, {hi})"));
         }
@@ -164,4 +168,29 @@ pub fn rust(entries: &[Entry<'_>], manifest: &str) -> String {
     }
     s.push_str("}\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::params;
+    use expect_test::expect;
+
+    #[test]
+    fn sixteen_bit_float_tensors_travel_as_their_bits() {
+        let mut shown = String::new();
+        for name in ["matmul_f16:M=2,N=3,K=4", "matmul_bf16:M=2,N=3,K=4"] {
+            let w = scaletune_space::workload::load(name).expect("workload");
+            for p in params(&w) {
+                shown.push_str(&format!("{} | {}{} | {} | {}\n", name, p.c, p.name, p.rust, p.about));
+            }
+        }
+        expect![[r#"
+            matmul_f16:M=2,N=3,K=4 | const uint16_t *A | *const u16 | f16[2, 4] input, IEEE half bits
+            matmul_f16:M=2,N=3,K=4 | const uint16_t *B | *const u16 | f16[4, 3] input, IEEE half bits
+            matmul_f16:M=2,N=3,K=4 | float *C | *mut f32 | f32[2, 3] output
+            matmul_bf16:M=2,N=3,K=4 | const uint16_t *A | *const u16 | bf16[2, 4] input, bfloat16 bits (the upper half of an f32)
+            matmul_bf16:M=2,N=3,K=4 | const uint16_t *B | *const u16 | bf16[4, 3] input, bfloat16 bits (the upper half of an f32)
+            matmul_bf16:M=2,N=3,K=4 | float *C | *mut f32 | f32[2, 3] output
+        "#]].assert_eq(&shown);
+    }
 }
