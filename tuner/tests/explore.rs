@@ -54,7 +54,11 @@ fn host_has_fixed_widths_only() {
     // mixed tilings are the register tiles of any size (no vscale).
     assert!(!r.contains("sample_scalable_tile"), "{r}");
     let mixed: Vec<&str> = r.lines().filter(|l| l.contains("sample_mixed_tile")).collect();
-    assert!(!mixed.is_empty() && mixed.iter().all(|l| l.contains("(l2, n=4, max_innermost_fixed=8, max_innermost_vscale=0")), "{r}");
+    assert!(
+        !mixed.is_empty()
+            && mixed.iter().all(|l| l.contains("(l2, n=4, max_innermost_fixed=8, max_innermost_vscale=0")),
+        "{r}"
+    );
     assert!(r.contains("40 passed, 0 failed"), "{r}");
     // Perfect tilings leave no tail; the copy loops of write and read reuse
     // round up to whole vectors, so their tails are sampled.
