@@ -287,22 +287,27 @@ fn fma_f16(a: f64, b: f64, c: f64) -> f64 {
 /// error from TwoSum says which way it was inexact) before the single
 /// correct rounding to bf16 (round-to-odd with 45 spare bits keeps it one).
 fn fma_bf16(a: f64, b: f64, c: f64) -> f64 {
-    let p = a * b;
-    let s = p + c;
+    bf16_from_f64(add_to_odd(a * b, c)).to_f64()
+}
+
+/// `a + b` in f64 rounded to odd: the nearest f64 sum, stepped to its odd
+/// neighbour on the side of the exact sum when it was inexact (non-finite
+/// sums are returned as they are).
+pub(super) fn add_to_odd(a: f64, b: f64) -> f64 {
+    let s = a + b;
     if !s.is_finite() {
-        return bf16_from_f64(s).to_f64();
+        return s;
     }
-    // TwoSum: `err` is exactly (p + c) - s. A zero `s` is exact (a sum that
+    // TwoSum: `err` is exactly (a + b) - s. A zero `s` is exact (a sum that
     // rounds to zero is zero), so stepping `s` never crosses zero.
-    let pv = s - c;
-    let err = (p - pv) + (c - (s - pv));
-    let odd = if err != 0.0 && s.to_bits() & 1 == 0 {
+    let av = s - b;
+    let err = (a - av) + (b - (s - av));
+    if err != 0.0 && s.to_bits() & 1 == 0 {
         let away = (err > 0.0) == (s > 0.0);
         f64::from_bits(if away { s.to_bits() + 1 } else { s.to_bits() - 1 })
     } else {
         s
-    };
-    bf16_from_f64(odd).to_f64()
+    }
 }
 
 /// Integer to bf16, rounded once: beyond 2^53, where `as f64` would round

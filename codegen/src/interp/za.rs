@@ -220,18 +220,10 @@ fn flush(x: f64) -> f64 {
 /// error, from TwoSum, makes it odd in f64 first, and round-to-odd twice is
 /// round-to-odd once).
 fn round_odd_f32(a: f64, b: f64) -> f64 {
-    let s = a + b;
+    let s = value::add_to_odd(a, b);
     if !s.is_finite() {
         return s;
     }
-    let av = s - b;
-    let err = (a - av) + (b - (s - av));
-    let s = if err != 0.0 && s.to_bits() & 1 == 0 {
-        let away = (err > 0.0) == (s > 0.0);
-        f64::from_bits(if away { s.to_bits() + 1 } else { s.to_bits() - 1 })
-    } else {
-        s
-    };
     f64::from(scaletune_space::data::f64_to_f32_odd(s))
 }
 
