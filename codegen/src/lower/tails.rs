@@ -126,7 +126,8 @@ impl TailPlan {
     /// Versions the loop that decides whether an unrolled loop's guards all
     /// hold (see the module comment). A guard is a predicate of a block under
     /// the unrolled loop `U` that increases with `U`'s variable (a positive
-    /// constant coefficient) and uses no variable of a loop inside `U`;
+    /// constant coefficient) and uses no variable of a loop inside `U` (`U`
+    /// itself not inside a vector loop);
     /// the versioning is recorded only where it splits a serial or parallel
     /// loop at an affine bound, so no code is duplicated per iteration.
     fn add_guards(&mut self, nest: &Nest, vscale_const: Option<i64>) {
@@ -136,6 +137,10 @@ impl TailPlan {
             }
             let var = nest.loop_(u).var;
             let anc = nest.ancestors(Node::Loop(u));
+            // Inside a vector loop, conditions are lane masks of their own.
+            if anc.iter().any(|a| matches!(nest.loop_(*a).kind, LoopKind::Vectorize(_))) {
+                continue;
+            }
             let outer: Vec<_> = anc.iter().map(|a| nest.loop_(*a).var).collect();
             let mut last = nest.extent(u).clone() - 1;
             if let Some(c) = vscale_const {

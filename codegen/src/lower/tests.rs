@@ -248,3 +248,17 @@ vectorize(j1, tail="peel")
     let trace = trace.replace("factors=[None, 4]", "factors=[None, 4*vscale]");
     check("matmul:M=27,N=20,K=7", &trace, sve());
 }
+
+#[test]
+fn guards_of_unrolled_loops_inside_a_vector_loop_stay_lane_masks() {
+    // The unrolled loop's condition uses the (outer) vector loop's variable:
+    // it is a lane mask, not a guard that a scalar loop could be split on.
+    let trace = r#"b = get_block("Y")
+i = get_loops(b)
+i0, i1 = split(i, factors=[None, 2])
+i00, i01 = split(i0, factors=[None, 2])
+unroll(i1)
+vectorize(i00, tail="predicate")
+"#;
+    check("scale_add:N=37", trace, sve());
+}
