@@ -35,7 +35,16 @@ fn assert_streaming_fmopa_and_slice_store(a: &str, target: &str) {
 }
 
 fn check_ok(workload: &str, target: &str, schedule: &str, vls: Option<&str>) -> String {
-    let mut args = vec!["check", workload, "--target", target, "--schedule", schedule];
+    check_passes(workload, target, Some(schedule), vls)
+}
+
+/// Runs `check` (with the naive nest when `schedule` is `None`) and
+/// asserts that every run matches the reference.
+fn check_passes(workload: &str, target: &str, schedule: Option<&str>, vls: Option<&str>) -> String {
+    let mut args = vec!["check", workload, "--target", target];
+    if let Some(s) = schedule {
+        args.extend(["--schedule", s]);
+    }
     if let Some(v) = vls {
         args.extend(["--vl", v]);
     }
@@ -364,14 +373,8 @@ fn bf16_matmul_passes_check_on_the_host_and_on_sve() {
         ("neoverse-v1", None),
         ("neoverse-v1", Some("matmul_tiled_vla")),
     ] {
-        let mut args = vec!["check", w, "--target", target];
         let file = schedule.map(sched);
-        if let Some(f) = &file {
-            args.extend(["--schedule", f.as_str()]);
-        }
-        let o = scaletune(&args);
-        let t = text(&o);
-        assert!(o.status.success() && t.contains("all runs match the reference"), "{args:?}:\n{t}");
+        check_passes(w, target, file.as_deref(), None);
     }
 }
 
@@ -398,13 +401,7 @@ fn bf16_outputs_pass_check_on_every_vector_architecture() {
     let (w, s) = (w.display().to_string(), s.display().to_string());
     for target in ["host", "sve-generic", "neoverse-v1", "rvv"] {
         for schedule in [None, Some(s.as_str())] {
-            let mut args = vec!["check", w.as_str(), "--target", target];
-            if let Some(f) = schedule {
-                args.extend(["--schedule", f]);
-            }
-            let o = scaletune(&args);
-            let t = text(&o);
-            assert!(o.status.success() && t.contains("all runs match the reference"), "{args:?}:\n{t}");
+            check_passes(&w, target, schedule, None);
         }
     }
 }
