@@ -133,6 +133,43 @@ fn irregular_extents_on_fixed_targets_compute_the_reference() {
     }
 }
 
+/// The micro-kernel branches (GotoBLAS loop order, register tiles sized to
+/// the register file, a packed panel) on fixed-length targets: draws of
+/// each compute the reference, on shapes where the rows and the column
+/// strips leave partial tiles and where they divide evenly.
+#[test]
+fn micro_kernel_draws_compute_the_reference() {
+    let cases = [
+        "matmul:M=13,N=22,K=5",
+        "matmul:M=12,N=32,K=8",
+        "batch_matmul:BS=2,M=5,N=9,K=3",
+        "conv2d_nhwc:H=5,WI=6,C=3,F=9",
+        "matmul_f16:M=5,N=19,K=4",
+        "matmul_bf16:M=7,N=16,K=4",
+    ];
+    for target in ["host", "neon"] {
+        for workload in cases {
+            let w = load(workload).expect("loads");
+            let t = Target::load(target).expect("target");
+            let nest = initial_nest(&w, &t);
+            let space = DesignSpace::generate(&nest);
+            let micro: Vec<_> = space.traces.iter().filter(|t| t.rules.iter().any(|r| r == "micro-kernel")).collect();
+            assert!(!micro.is_empty(), "{workload} on {target}: no micro-kernel branch");
+            for (k, st) in micro.iter().enumerate() {
+                for seed in 0..4 {
+                    let mut rng = task_rng(seed, k as u64);
+                    let mut n = nest.clone();
+                    let (trace, _) = st.trace.sample(&mut n, &mut rng).expect("draws");
+                    let text = trace.to_string();
+                    if let Err(e) = interpret(&w, &n, &text, seed) {
+                        panic!("{workload} on {target}, micro-kernel trace {k}, seed {seed}: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Workloads with every parameter taken from `SIZES` (one, primes, powers
 /// of two, a million): shapes the interpreter cannot run quickly, so the
 /// property below only lowers.

@@ -34,6 +34,25 @@ pub enum VectorKind {
     Sse,
 }
 
+impl VectorKind {
+    /// Architectural vector registers available to a kernel of this kind
+    /// (the budget of a register tile's accumulators and operands). RVV
+    /// counts single registers: a group of `m` registers is `m` of them.
+    pub fn vector_registers(self) -> u32 {
+        match self {
+            VectorKind::Avx2 | VectorKind::Sse => 16,
+            VectorKind::Neon
+            | VectorKind::Sve
+            | VectorKind::SveVla
+            | VectorKind::Sme
+            | VectorKind::Rvv
+            | VectorKind::RvvVla
+            | VectorKind::RvvFixed(_)
+            | VectorKind::Avx512 => 32,
+        }
+    }
+}
+
 impl fmt::Display for VectorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -10,6 +10,7 @@ mod analysis;
 mod build;
 mod common;
 mod fusion;
+mod micro_kernel;
 mod parallel;
 mod reduction;
 mod sme;

@@ -1,9 +1,9 @@
 //! Multi-level tiling (`SSRSRS`) for reductions with data reuse (matmul,
 //! batch matmul, convolutions), with optional write and read reuse.
 
-use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, store_axis, AxisLoop};
+use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, scalable, store_axis, AxisLoop};
 use super::common::{has_register_divisor, perfect_tile, register_tile, vector_tile, vectorize};
-use super::{BlockRule, State};
+use super::{micro_kernel, BlockRule, State};
 use crate::ir::Node;
 use crate::trace::{BlockRv, Inst, LoopRv, TExpr};
 use crate::workload::AxisKind;
@@ -189,7 +189,7 @@ impl BlockRule for MultiLevelTiling {
                         if !s.push(Inst::CacheWrite { out: wb, block: brv, at }) {
                             continue;
                         }
-                        vectorize_copy(&mut s, wb);
+                        vectorize_copy(&mut s, wb, false);
                         s = s.mark("write-reuse");
                     }
                     if read_reuse {
@@ -200,12 +200,17 @@ impl BlockRule for MultiLevelTiling {
                         if !s.push(Inst::CacheRead { out: cp, block: brv, tensor, at, layout: None }) {
                             continue;
                         }
-                        vectorize_copy(&mut s, cp);
+                        vectorize_copy(&mut s, cp, false);
                         s = s.mark("read-reuse");
                     }
                     out.push(s);
                 }
             }
+        }
+        // GotoBLAS-order micro-kernels, on fixed-length targets, where the
+        // columns need no gather.
+        if !scalable(nest) && !gathers_when_vectorized(nest, b, vaxis) {
+            out.extend(micro_kernel::branches(st, block, vaxis));
         }
         (!out.is_empty()).then_some(out)
     }
@@ -225,7 +230,7 @@ fn register_axes<'a>(
 }
 
 /// The input read contiguously along the vector axis (the operand to pack).
-fn packed_operand(s: &State, block: &str, k: usize) -> Option<String> {
+pub(super) fn packed_operand(s: &State, block: &str, k: usize) -> Option<String> {
     let nest = &s.probe;
     let b = nest.find_block(block)?;
     let blk = nest.block(b);
@@ -240,18 +245,26 @@ fn packed_operand(s: &State, block: &str, k: usize) -> Option<String> {
 
 /// Vectorizes the innermost loop of a copy block (write-back or packing):
 /// split by one vector register (`L*vscale` lanes), with a sampled tail
-/// strategy like every other vector loop.
-fn vectorize_copy(s: &mut State, block_rv: BlockRv) {
+/// strategy like every other vector loop, unless `constant_extent` says
+/// that the loop's extent does not depend on decisions and it is a whole
+/// number of registers on a fixed-length target (no tail to handle).
+pub(super) fn vectorize_copy(s: &mut State, block_rv: BlockRv, constant_extent: bool) {
     let Some(b) = s.env.block(block_rv) else { return };
     let own = s.own_loops(block_rv, b);
     let Some((inner, lid)) = own.last().copied() else { return };
     let bits = s.probe.widest_bits(lid);
     let lanes = crate::sample::lanes_per_granule(&s.probe.caps, bits);
+    let exact = constant_extent
+        && match (s.probe.caps.fixed_vscale(), s.probe.extent(lid).as_int()) {
+            (Some(v), Some(e)) => e % (lanes * i64::from(v)) == 0,
+            _ => false,
+        };
     let mut t = s.clone();
     let outs = t.new_loops("l", 2);
     let factor = TExpr::Mul(Box::new(TExpr::Int(lanes)), Box::new(TExpr::VScale));
+    let no_tail = Inst::Vectorize { loop_: outs[1], tail: crate::trace::Choice::Lit(crate::ir::Tail::Predicate) };
     if t.push(Inst::Split { outs: outs.clone(), loop_: inner, factors: vec![None, Some(factor)] })
-        && vectorize(&mut t, outs[1])
+        && if exact { t.push(no_tail) } else { vectorize(&mut t, outs[1]) }
     {
         *s = t;
     }

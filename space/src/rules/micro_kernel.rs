@@ -1,0 +1,232 @@
+//! Register-blocked micro-kernels in the GotoBLAS loop order: a strip of
+//! result columns, one or more vector registers wide, is computed a few
+//! rows at a time over a block of the reduction, with the operand read
+//! along the columns packed into a contiguous panel.
+
+use super::analysis::{axis_loops, AxisLoop};
+use super::common::{perfect_tile, register_tile, vectorize};
+use super::tiling::{packed_operand, vectorize_copy};
+use super::State;
+use crate::ir::Tail;
+use crate::sample::lanes_per_granule;
+use crate::trace::{Choice, Inst, LoopRv, TExpr};
+use crate::workload::AxisKind;
+
+/// Widths of the column strip (`nr`) in vector registers: powers of two,
+/// which LLVM splits evenly into registers (a 3-register vector is widened
+/// to 4 and shuffled lane by lane).
+const COLUMN_REGISTERS: [i64; 3] = [1, 2, 4];
+/// Most rows of a register tile (`mr`), whatever the register budget.
+const MAX_ROWS: i64 = 12;
+/// Largest block of a reduction axis kept inside the micro-kernel (`kc`).
+const MAX_REDUCTION_BLOCK: i64 = 512;
+
+/// The micro-kernel branches of `block`, whose result is contiguous along
+/// iterator `vaxis`: one per width `m` of the column strip, in vector
+/// registers. Each is the loop order
+///
+/// ```text
+/// other spatial axes, columns / nr, reduction / kc,
+///   [pack the operand read along the columns: a kc x nr panel]
+///   rows / mr, reduction % kc, rows % mr (unrolled), nr columns (vectorized)
+/// ```
+///
+/// with `kc` a sampled perfect tiling of each reduction axis and `mr` any
+/// number of rows up to what the register file holds: `mr * m` accumulators
+/// plus `m` registers of the panel and one broadcast. The rows are the
+/// innermost spatial axis other than the columns (`i` of a matmul, the
+/// output column of a convolution); a last partial row tile is guarded.
+pub(super) fn branches(st: &State, block: &str, vaxis: usize) -> Vec<State> {
+    COLUMN_REGISTERS.iter().filter_map(|&m| build(st, block, vaxis, m)).collect()
+}
+
+/// The most vector registers any of the nest's vector kinds has.
+fn registers(st: &State) -> i64 {
+    st.probe.kinds.iter().map(|(k, _)| i64::from(k.vector_registers())).max().unwrap_or(16)
+}
+
+/// Rows of a register tile that fit the register file with `m` column registers.
+fn max_rows(registers: i64, m: i64) -> i64 {
+    ((registers - m - 1) / m).clamp(1, MAX_ROWS)
+}
+
+fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
+    let mut s = st.clone();
+    let (brv, bid) = s.get_block(block)?;
+    let own = s.own_loops(brv, bid);
+    let axes = axis_loops(&s.probe, bid, &own);
+    let spatial = |a: &&AxisLoop| a.kind == AxisKind::Spatial;
+    let col = axes.iter().find(|a| a.iter == vaxis && a.kind == AxisKind::Spatial)?.clone();
+    let rows =
+        axes.iter().filter(spatial).filter(|a| a.iter != vaxis && a.extent.is_some_and(|e| e > 1)).last()?.clone();
+    let others: Vec<LoopRv> =
+        axes.iter().filter(spatial).filter(|a| a.iter != vaxis && a.iter != rows.iter).map(|a| a.rv).collect();
+    let reductions: Vec<AxisLoop> = axes.iter().filter(|a| a.kind == AxisKind::Reduce).cloned().collect();
+    if reductions.is_empty() {
+        return None;
+    }
+    // Columns: a strip of m registers (m * lanes * vscale), the tail left to the tail strategy.
+    let (_, col_loop) = own.iter().find(|(rv, _)| *rv == col.rv)?;
+    let lanes = lanes_per_granule(&s.probe.caps, s.probe.widest_bits(*col_loop));
+    let min_vscale = i64::from(*s.probe.caps.vscale_values.first()?);
+    if m > 1 && col.extent.is_some_and(|e| e < m * lanes * min_vscale) {
+        return None;
+    }
+    let columns = s.new_loops("l", 2);
+    // A constant on fixed-length targets (the outer loops keep constant
+    // extents, which the parallel rule needs); `vscale` multiples otherwise.
+    let width = match s.probe.caps.fixed_vscale() {
+        Some(v) => TExpr::Int(m * lanes * i64::from(v)),
+        None => TExpr::Mul(Box::new(TExpr::Int(m * lanes)), Box::new(TExpr::VScale)),
+    };
+    let exact = match (&width, col.extent) {
+        (TExpr::Int(w), Some(e)) => e % w == 0,
+        _ => false,
+    };
+    if !s.push(Inst::Split { outs: columns.clone(), loop_: col.rv, factors: vec![None, Some(width)] }) {
+        return None;
+    }
+    let row_levels = register_tile(&mut s, &rows, 2, max_rows(registers(st), m), true)?;
+    let mut outer_k = Vec::new();
+    let mut inner_k = Vec::new();
+    for r in &reductions {
+        let levels = perfect_tile(&mut s, r, 2, MAX_REDUCTION_BLOCK)?;
+        outer_k.push(levels[0]);
+        inner_k.push(levels[1]);
+    }
+    let mut order = others;
+    order.push(columns[0]);
+    order.extend(&outer_k);
+    order.push(row_levels[0]);
+    order.extend(&inner_k);
+    order.extend([row_levels[1], columns[1]]);
+    if !s.push(Inst::Reorder { loops: order }) || !s.push(Inst::Unroll { loop_: row_levels[1] }) {
+        return None;
+    }
+    // Strips that divide the columns leave no tail to choose a strategy for.
+    let vectorized = if exact {
+        s.push(Inst::Vectorize { loop_: columns[1], tail: Choice::Lit(Tail::Predicate) })
+    } else {
+        vectorize(&mut s, columns[1])
+    };
+    if !vectorized {
+        return None;
+    }
+    if let Some(tensor) = packed_operand(&s, block, vaxis) {
+        let (brv, bid) = s.get_block(block)?;
+        let loops = s.get_loops(brv, bid);
+        // The last reduction block loop: before rows / mr, the inner
+        // reduction loops, mr and nr.
+        let (at, _) = *loops.get(loops.len().checked_sub(4 + inner_k.len())?)?;
+        let pack = s.new_block("pack");
+        if !s.push(Inst::CacheRead { out: pack, block: brv, tensor, at, layout: None }) {
+            return None;
+        }
+        // The panel is nr columns wide whatever the decisions.
+        vectorize_copy(&mut s, pack, true);
+    }
+    let width = if m == 1 { "1 vector".to_string() } else { format!("{m} vectors") };
+    Some(s.mark("micro-kernel").choose(block, "micro-kernel columns", &width))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::caps::VectorCaps;
+    use crate::design::DesignSpace;
+    use crate::ir::Nest;
+    use crate::workload::load;
+
+    /// The micro-kernel design traces of a workload on 256-bit fixed vectors.
+    fn micro_kernels(reference: &str) -> Vec<String> {
+        let w = load(reference).expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::fixed(256)));
+        space
+            .traces
+            .iter()
+            .filter(|t| t.rules.iter().any(|r| r == "micro-kernel"))
+            .map(|t| t.trace.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_matmul_gets_one_micro_kernel_per_strip_width_in_the_gotoblas_order() {
+        let traces = micro_kernels("matmul:M=512,N=512,K=512");
+        assert_eq!(traces.len(), 3);
+        // Two registers of columns: at most 6 rows on 16 registers; the
+        // strip divides 512 (no tail to sample), and so does the panel.
+        expect_test::expect![[r#"
+            b1 = get_block("C")
+            l2, l3, l4 = get_loops(b1)
+            l5, l6 = split(l3, factors=[None, 16])
+            t7, t8 = sample_mixed_tile(l2, n=2, max_innermost_fixed=6, max_innermost_vscale=0)
+            l9, l10 = split(l2, factors=[t7, t8])
+            t11, t12 = sample_perfect_tile(l4, n=2, max_innermost_factor=512)
+            l13, l14 = split(l4, factors=[t11, t12])
+            reorder(l5, l13, l9, l14, l10, l6)
+            unroll(l10)
+            vectorize(l6, tail="predicate")
+            b15 = get_block("C")
+            l16, l17, l18, l19, l20, l21 = get_loops(b15)
+            pack22 = cache_read(b15, "B", at=l17)
+            l23, l24, l25, l26 = get_loops(pack22)
+            l27, l28 = split(l26, factors=[None, 4*vscale])
+            vectorize(l28, tail="predicate")
+            b29 = get_block("B_local")
+            l30, l31, l32, l33, l34 = get_loops(b29)
+            t35, t36 = sample_perfect_tile(l30, n=2, max_innermost_factor=8192)
+            l37, l38 = split(l30, factors=[t35, t36])
+            parallel(l37)
+            b39 = get_block("B_local")
+            l40, l41, l42, l43, l44, l45 = get_loops(b39)
+            unroll46 = sample_categorical(candidates=[0, 4, 16, 64], probs=[0.25, 0.25, 0.25, 0.25])
+            annotate(l40, key="unroll_max_step", value=unroll46)
+        "#]]
+        .assert_eq(&traces[1]);
+    }
+
+    #[test]
+    fn narrow_results_get_only_the_strips_that_fit() {
+        // 12 columns: one 8-lane register (with a tail); two would not fit.
+        let traces = micro_kernels("matmul:M=9,N=12,K=5");
+        assert_eq!(traces.len(), 1);
+        expect_test::expect![[r#"
+            b1 = get_block("C")
+            l2, l3, l4 = get_loops(b1)
+            l5, l6 = split(l3, factors=[None, 8])
+            t7, t8 = sample_perfect_tile(l2, n=2, max_innermost_factor=12)
+            l9, l10 = split(l2, factors=[t7, t8])
+            t11, t12 = sample_perfect_tile(l4, n=2, max_innermost_factor=512)
+            l13, l14 = split(l4, factors=[t11, t12])
+            reorder(l5, l13, l9, l14, l10, l6)
+            unroll(l10)
+            tail15 = sample_categorical(candidates=["predicate", "peel", "scalar"], probs=[0.4, 0.3, 0.3])
+            vectorize(l6, tail=tail15)
+            b16 = get_block("C")
+            l17, l18, l19, l20, l21, l22 = get_loops(b16)
+            pack23 = cache_read(b16, "B", at=l18)
+            l24, l25, l26, l27 = get_loops(pack23)
+            l28, l29 = split(l27, factors=[None, 4*vscale])
+            vectorize(l29, tail="predicate")
+            b30 = get_block("B_local")
+            l31, l32, l33, l34, l35 = get_loops(b30)
+            t36, t37 = sample_perfect_tile(l31, n=2, max_innermost_factor=40)
+            l38, l39 = split(l31, factors=[t36, t37])
+            parallel(l38)
+            b40 = get_block("B_local")
+            l41, l42, l43, l44, l45, l46 = get_loops(b40)
+            unroll47 = sample_categorical(candidates=[0, 4, 16, 64], probs=[0.25, 0.25, 0.25, 0.25])
+            annotate(l41, key="unroll_max_step", value=unroll47)
+        "#]]
+        .assert_eq(&traces[0]);
+    }
+
+    #[test]
+    fn the_register_budget_leaves_room_for_the_panel_and_a_broadcast() {
+        // AVX2: 16 registers.
+        assert_eq!([1, 2, 3, 4].map(|m| max_rows(16, m)), [12, 6, 4, 2]);
+        // 32 registers (AVX-512, NEON, SVE).
+        assert_eq!([1, 2, 3, 4].map(|m| max_rows(32, m)), [12, 12, 9, 6]);
+        assert_eq!(max_rows(4, 4), 1);
+    }
+}
