@@ -57,8 +57,7 @@ fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
     let axes = axis_loops(&s.probe, bid, &own);
     let spatial = |a: &&AxisLoop| a.kind == AxisKind::Spatial;
     let col = axes.iter().find(|a| a.iter == vaxis && a.kind == AxisKind::Spatial)?.clone();
-    let rows =
-        axes.iter().filter(spatial).filter(|a| a.iter != vaxis && a.extent.is_some_and(|e| e > 1)).last()?.clone();
+    let rows = axes.iter().filter(spatial).rfind(|a| a.iter != vaxis && a.extent.is_some_and(|e| e > 1))?.clone();
     let others: Vec<LoopRv> =
         axes.iter().filter(spatial).filter(|a| a.iter != vaxis && a.iter != rows.iter).map(|a| a.rv).collect();
     let reductions: Vec<AxisLoop> = axes.iter().filter(|a| a.kind == AxisKind::Reduce).cloned().collect();
