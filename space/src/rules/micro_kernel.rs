@@ -199,7 +199,7 @@ mod tests {
             l13, l14 = split(l4, factors=[t11, t12])
             reorder(l5, l13, l9, l14, l10, l6)
             unroll(l10)
-            tail15 = sample_categorical(candidates=["predicate", "peel", "scalar"], probs=[0.4, 0.3, 0.3])
+            tail15 = sample_categorical(candidates=["predicate", "peel", "scalar"], probs=[0.2, 0.5, 0.3])
             vectorize(l6, tail=tail15)
             b16 = get_block("C")
             l17, l18, l19, l20, l21, l22 = get_loops(b16)
