@@ -89,6 +89,22 @@ fn tiled_matmul_with_scalar_and_peeled_tails() {
     }
 }
 
+/// The shipped micro-kernel (6 rows x 16 columns over blocks of 128 of the
+/// reduction, a packed panel, peeled column tail) on a shape where rows,
+/// columns and the reduction all leave partial blocks: natively on host,
+/// under QEMU on NEON (4 registers of columns) and on fixed-length SVE; the
+/// host assembly is the broadcast-FMA register tile.
+#[test]
+fn micro_kernel_schedule_passes_with_partial_blocks_everywhere() {
+    let s = sched("matmul_microkernel");
+    let shape = "matmul:M=67,N=131,K=300";
+    check_ok(shape, "host", &s, None);
+    check_ok(shape, "neon", &s, None);
+    check_ok(shape, "neoverse-v1", &s, None);
+    let a = asm(shape, "host", &s);
+    assert!(a.contains("vbroadcastss") && a.contains("vfmadd231ps"), "{a}");
+}
+
 fn asm(workload: &str, target: &str, schedule: &str) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().display().to_string();
