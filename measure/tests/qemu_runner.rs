@@ -356,3 +356,23 @@ fn a_loop_body_split_at_a_page_boundary_costs_what_it_costs_whole() {
     assert!(whole > 4000.0, "the loop runs: {whole}");
     assert!((split - whole).abs() < 0.05 * whole, "split {split} vs whole {whole}");
 }
+
+#[test]
+fn fixed_length_sve_at_vl_128_is_correct_with_every_tail() {
+    // `sve` compiled for VL 128 is NEON code whose masked loads and stores
+    // go through SVE predicates; 21 columns leave a tail of one lane at
+    // 4 lanes (VL 128) and 5 at 8 (VL 256).
+    let w = workload("matmul:M=9,N=21,K=6");
+    let t = target("neoverse-v1");
+    for tail in ["predicate", "peel", "scalar"] {
+        let body = MATMUL_TILED.replace("tail=\"predicate\"", &format!("tail=\"{tail}\""));
+        let c = Candidate::new(0, Arc::clone(&w), Arc::clone(&t), with_kind("sve", &body))
+            .with_timeout(TIMEOUT)
+            .with_vl_bits(vec![128, 256]);
+        use scaletune_measure::Builder;
+        let built = LlvmBuilder::new().build(&c).unwrap_or_else(|e| panic!("{tail}: build: {e}"));
+        for m in QemuRunner::new().measure_all(&built, &[128, 256]) {
+            assert_eq!(m.status, Status::Ok, "{tail} at VL {}: {}", m.vl_bits, m.message);
+        }
+    }
+}

@@ -9,6 +9,7 @@ use super::emit::{Emitter, NONAME};
 use super::LlvmError;
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
+use llvm_sys::LLVMTypeKind;
 use std::os::raw::c_uint;
 
 /// The step-vector intrinsic of LLVM 19 (renamed `llvm.stepvector` in LLVM 20).
@@ -72,6 +73,17 @@ impl Emitter<'_> {
         align: u32,
         mask: LLVMValueRef,
     ) -> Result<LLVMValueRef, LlvmError> {
+        if let Some(sc_ty) = self.sve_container(vec_ty) {
+            let sc_mask = self.to_scalable_mask(mask)?;
+            // SAFETY: `sc_ty` is a vector type of this context.
+            let zero = unsafe { LLVMConstNull(sc_ty) };
+            let v = self.intrinsic(
+                "llvm.masked.load",
+                &[sc_ty, self.t.ptr],
+                &[ptr, self.t.i32_const(align as i32), sc_mask, zero],
+            )?;
+            return self.intrinsic("llvm.vector.extract", &[vec_ty, sc_ty], &[v, self.t.i64_const(0)]);
+        }
         // SAFETY: `vec_ty` is a vector type of this context.
         let zero = unsafe { LLVMConstNull(vec_ty) };
         self.intrinsic("llvm.masked.load", &[vec_ty, self.t.ptr], &[ptr, self.t.i32_const(align as i32), mask, zero])
@@ -87,12 +99,66 @@ impl Emitter<'_> {
     ) -> Result<(), LlvmError> {
         // SAFETY: `value` is a live value.
         let vec_ty = unsafe { LLVMTypeOf(value) };
+        if let Some(sc_ty) = self.sve_container(vec_ty) {
+            let sc_mask = self.to_scalable_mask(mask)?;
+            // SAFETY: `sc_ty` is a vector type of this context.
+            let undef = unsafe { LLVMGetUndef(sc_ty) };
+            let v = self.intrinsic("llvm.vector.insert", &[sc_ty, vec_ty], &[undef, value, self.t.i64_const(0)])?;
+            self.intrinsic(
+                "llvm.masked.store",
+                &[sc_ty, self.t.ptr],
+                &[v, ptr, self.t.i32_const(align as i32), sc_mask],
+            )?;
+            return Ok(());
+        }
         self.intrinsic(
             "llvm.masked.store",
             &[vec_ty, self.t.ptr],
             &[value, ptr, self.t.i32_const(align as i32), mask],
         )?;
         Ok(())
+    }
+
+    /// The scalable vector type with as many lanes (at vscale 1) as the
+    /// fixed-length `vec_ty`, when masked memory operations on `vec_ty` go
+    /// through SVE: on an SVE target compiled for a 128-bit vector length
+    /// (`vscale_range(1, 1)`), where fixed-length vectors are NEON, which
+    /// has no masked loads or stores (LLVM would split them into one branch
+    /// per lane). 32- and 64-bit elements in whole 128-bit registers only.
+    fn sve_container(&self, vec_ty: LLVMTypeRef) -> Option<LLVMTypeRef> {
+        let t = &self.target;
+        let sve = t.features.split(',').any(|f| f == "+sve");
+        if !(sve && t.caps.scalable && t.caps.vscale_values == [1]) {
+            return None;
+        }
+        // SAFETY: `vec_ty` is a type of this context; only queried.
+        unsafe {
+            if LLVMGetTypeKind(vec_ty) != LLVMTypeKind::LLVMVectorTypeKind {
+                return None;
+            }
+            let (lanes, elem) = (LLVMGetVectorSize(vec_ty), LLVMGetElementType(vec_ty));
+            let bits = match LLVMGetTypeKind(elem) {
+                LLVMTypeKind::LLVMFloatTypeKind => 32,
+                LLVMTypeKind::LLVMDoubleTypeKind => 64,
+                LLVMTypeKind::LLVMIntegerTypeKind => LLVMGetIntTypeWidth(elem),
+                _ => return None,
+            };
+            ((bits == 32 || bits == 64) && (lanes * bits).is_multiple_of(128))
+                .then(|| LLVMScalableVectorType(elem, lanes))
+        }
+    }
+
+    /// A fixed-length `<n x i1>` mask as the scalable `<vscale x n x i1>`
+    /// (its first `n` lanes; the others, absent at vscale 1, are false).
+    fn to_scalable_mask(&self, mask: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `mask` is a live fixed-length vector of i1.
+        let (mask_ty, sc_ty) = unsafe {
+            let ty = LLVMTypeOf(mask);
+            (ty, LLVMScalableVectorType(LLVMGetElementType(ty), LLVMGetVectorSize(ty)))
+        };
+        // SAFETY: `sc_ty` is a vector type of this context.
+        let none = unsafe { LLVMConstNull(sc_ty) };
+        self.intrinsic("llvm.vector.insert", &[sc_ty, mask_ty], &[none, mask, self.t.i64_const(0)])
     }
 
     /// `llvm.masked.gather(ptrs, align, mask, zeroinitializer)`.
