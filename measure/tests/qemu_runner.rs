@@ -369,10 +369,30 @@ fn fixed_length_sve_at_vl_128_is_correct_with_every_tail() {
         let c = Candidate::new(0, Arc::clone(&w), Arc::clone(&t), with_kind("sve", &body))
             .with_timeout(TIMEOUT)
             .with_vl_bits(vec![128, 256]);
-        use scaletune_measure::Builder;
-        let built = LlvmBuilder::new().build(&c).unwrap_or_else(|e| panic!("{tail}: build: {e}"));
-        for m in QemuRunner::new().measure_all(&built, &[128, 256]) {
-            assert_eq!(m.status, Status::Ok, "{tail} at VL {}: {}", m.vl_bits, m.message);
+        for (built, vls) in built_per_vl(&c) {
+            for m in QemuRunner::new().measure_all(&built, &vls) {
+                assert_eq!(m.status, Status::Ok, "{tail} at VL {}: {}", m.vl_bits, m.message);
+            }
         }
     }
+    // Gathers (B read along k, transposed) with a predicated tail.
+    let w = workload("matmul_bt:M=5,N=10,K=13");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/schedules/matmul_bt_gather.trace");
+    let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let c = Candidate::new(0, Arc::clone(&w), Arc::clone(&t), with_kind("sve", &body))
+        .with_timeout(TIMEOUT)
+        .with_vl_bits(vec![128]);
+    for (built, vls) in built_per_vl(&c) {
+        assert_eq!(vls, [128]);
+        let m = QemuRunner::new().measure(&built, 128);
+        assert_eq!(m.status, Status::Ok, "gather at VL 128: {}", m.message);
+    }
+}
+
+/// The candidate's objects, each with the vector lengths it was built for
+/// (one per VL for a fixed-length kind).
+fn built_per_vl(c: &Candidate) -> Vec<(Built, Vec<u32>)> {
+    use scaletune_measure::Builder;
+    let builds = LlvmBuilder::new().build_all(c);
+    builds.into_iter().map(|b| (b.result.unwrap_or_else(|e| panic!("build: {e}")), b.vl_bits)).collect()
 }

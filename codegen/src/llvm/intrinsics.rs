@@ -100,10 +100,7 @@ impl Emitter<'_> {
         // SAFETY: `value` is a live value.
         let vec_ty = unsafe { LLVMTypeOf(value) };
         if let Some(sc_ty) = self.sve_container(vec_ty) {
-            let sc_mask = self.to_scalable_mask(mask)?;
-            // SAFETY: `sc_ty` is a vector type of this context.
-            let undef = unsafe { LLVMGetUndef(sc_ty) };
-            let v = self.intrinsic("llvm.vector.insert", &[sc_ty, vec_ty], &[undef, value, self.t.i64_const(0)])?;
+            let (v, sc_mask) = (self.to_scalable(value)?, self.to_scalable_mask(mask)?);
             self.intrinsic(
                 "llvm.masked.store",
                 &[sc_ty, self.t.ptr],
@@ -120,8 +117,8 @@ impl Emitter<'_> {
     }
 
     /// The scalable vector type with as many lanes (at vscale 1) as the
-    /// fixed-length `vec_ty`, when masked memory operations on `vec_ty` go
-    /// through SVE: on an SVE target compiled for a 128-bit vector length
+    /// fixed-length `vec_ty`, when masked memory operations (loads, stores,
+    /// gathers, scatters) on `vec_ty` go through SVE: on an SVE target compiled for a 128-bit vector length
     /// (`vscale_range(1, 1)`), where fixed-length vectors are NEON, which
     /// has no masked loads or stores (LLVM would split them into one branch
     /// per lane). 32- and 64-bit elements in whole 128-bit registers only.
@@ -148,6 +145,19 @@ impl Emitter<'_> {
         }
     }
 
+    /// A fixed-length vector `<n x T>` as the first lanes of a scalable
+    /// `<vscale x n x T>` (all of them at vscale 1; the others undefined).
+    fn to_scalable(&self, v: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `v` is a live fixed-length vector.
+        let (ty, sc_ty) = unsafe {
+            let ty = LLVMTypeOf(v);
+            (ty, LLVMScalableVectorType(LLVMGetElementType(ty), LLVMGetVectorSize(ty)))
+        };
+        // SAFETY: `sc_ty` is a vector type of this context.
+        let undef = unsafe { LLVMGetUndef(sc_ty) };
+        self.intrinsic("llvm.vector.insert", &[sc_ty, ty], &[undef, v, self.t.i64_const(0)])
+    }
+
     /// A fixed-length `<n x i1>` mask as the scalable `<vscale x n x i1>`
     /// (its first `n` lanes; the others, absent at vscale 1, are false).
     fn to_scalable_mask(&self, mask: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
@@ -171,6 +181,17 @@ impl Emitter<'_> {
     ) -> Result<LLVMValueRef, LlvmError> {
         // SAFETY: `vec_ty` is a vector type and `ptrs` a live value.
         let (zero, ptrs_ty) = unsafe { (LLVMConstNull(vec_ty), LLVMTypeOf(ptrs)) };
+        if let Some(sc_ty) = self.sve_container(vec_ty) {
+            let (sc_ptrs, sc_mask) = (self.to_scalable(ptrs)?, self.to_scalable_mask(mask)?);
+            // SAFETY: `sc_ty` is a vector type of this context and `sc_ptrs` a live value.
+            let (sc_zero, sc_ptrs_ty) = unsafe { (LLVMConstNull(sc_ty), LLVMTypeOf(sc_ptrs)) };
+            let v = self.intrinsic(
+                "llvm.masked.gather",
+                &[sc_ty, sc_ptrs_ty],
+                &[sc_ptrs, self.t.i32_const(align as i32), sc_mask, sc_zero],
+            )?;
+            return self.intrinsic("llvm.vector.extract", &[vec_ty, sc_ty], &[v, self.t.i64_const(0)]);
+        }
         self.intrinsic("llvm.masked.gather", &[vec_ty, ptrs_ty], &[ptrs, self.t.i32_const(align as i32), mask, zero])
     }
 
@@ -185,6 +206,13 @@ impl Emitter<'_> {
     ) -> Result<(), LlvmError> {
         // SAFETY: both are live values.
         let (vec_ty, ptrs_ty) = unsafe { (LLVMTypeOf(value), LLVMTypeOf(ptrs)) };
+        if self.sve_container(vec_ty).is_some() {
+            let (v, p, m) = (self.to_scalable(value)?, self.to_scalable(ptrs)?, self.to_scalable_mask(mask)?);
+            // SAFETY: both are live values.
+            let (sc_ty, sc_ptrs_ty) = unsafe { (LLVMTypeOf(v), LLVMTypeOf(p)) };
+            self.intrinsic("llvm.masked.scatter", &[sc_ty, sc_ptrs_ty], &[v, p, self.t.i32_const(align as i32), m])?;
+            return Ok(());
+        }
         self.intrinsic(
             "llvm.masked.scatter",
             &[vec_ty, ptrs_ty],
