@@ -118,10 +118,12 @@ impl Emitter<'_> {
 
     /// The scalable vector type with as many lanes (at vscale 1) as the
     /// fixed-length `vec_ty`, when masked memory operations (loads, stores,
-    /// gathers, scatters) on `vec_ty` go through SVE: on an SVE target compiled for a 128-bit vector length
-    /// (`vscale_range(1, 1)`), where fixed-length vectors are NEON, which
-    /// has no masked loads or stores (LLVM would split them into one branch
-    /// per lane). 32- and 64-bit elements in whole 128-bit registers only.
+    /// gathers, scatters) on `vec_ty` go through SVE: on an SVE target
+    /// compiled for a 128-bit vector length (`vscale_range(1, 1)`), where
+    /// fixed-length vectors are NEON, which has no masked memory operations
+    /// (LLVM would split them into a branch per lane). Only for 32- and
+    /// 64-bit elements filling whole 128-bit registers, a power of two of
+    /// them (the scalable types LLVM can legalize).
     fn sve_container(&self, vec_ty: LLVMTypeRef) -> Option<LLVMTypeRef> {
         let t = &self.target;
         let sve = t.features.split(',').any(|f| f == "+sve");
@@ -140,7 +142,7 @@ impl Emitter<'_> {
                 LLVMTypeKind::LLVMIntegerTypeKind => LLVMGetIntTypeWidth(elem),
                 _ => return None,
             };
-            ((bits == 32 || bits == 64) && (lanes * bits).is_multiple_of(128))
+            ((bits == 32 || bits == 64) && lanes.is_power_of_two() && (lanes * bits).is_multiple_of(128))
                 .then(|| LLVMScalableVectorType(elem, lanes))
         }
     }
