@@ -118,6 +118,28 @@ fn a_fixed_length_sve_schedule_is_compiled_once_per_vector_length() {
 }
 
 #[test]
+fn fixed_length_sve_at_vl_128_is_neon_with_sve_predicated_memory() {
+    // Neoverse V1 has four FMA pipes for NEON and two for SVE: compiled for
+    // 128 bits, the `sve` kind's vectors are fixed-length (NEON), and only
+    // its masked loads and stores use SVE predicates (NEON has none).
+    let (w, v1) = (workload("matmul:M=9,N=21,K=6"), target("neoverse-v1"));
+    let s = parse_trace(&format!(
+        "use_vectors(\"sve\")\n{}",
+        std::fs::read_to_string(format!("{}/../configs/schedules/matmul_tiled.trace", env!("CARGO_MANIFEST_DIR")))
+            .expect("read")
+    ))
+    .expect("parses");
+    let asm = |vl: u32| {
+        let opts = Options { emit: Emit { llvm_ir: false, asm: true }, vl_bits: Some(vl), ..Options::default() };
+        compile(&w, Some(&s), &v1, &opts).expect("compiles").asm.expect("asked for")
+    };
+    let (at_128, at_256) = (asm(128), asm(256));
+    assert!(at_128.contains("fmla\tv") && !at_128.contains("fmla\tz"), "{at_128}");
+    assert!(at_128.contains("ld1w\t{ z") && at_128.contains("st1w\t{ z"), "{at_128}");
+    assert!(at_256.contains("fmla\tz") && !at_256.contains("fmla\tv"), "{at_256}");
+}
+
+#[test]
 fn length_agnostic_and_fixed_width_schedules_are_compiled_once() {
     let w = workload("matmul:M=96,N=96,K=96");
     let v1 = target("neoverse-v1");

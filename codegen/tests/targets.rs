@@ -66,7 +66,11 @@ fn every_shipped_target_loads_and_is_consistent() {
         }
         if name != "host" {
             for f in t.features.split(',') {
-                let f = f.strip_prefix('+').unwrap_or_else(|| panic!("{name}: feature `{f}` is not `+name`"));
+                // `+name` enables a feature, `-name` disables one (a tuning flag).
+                let f = f
+                    .strip_prefix('+')
+                    .or_else(|| f.strip_prefix('-'))
+                    .unwrap_or_else(|| panic!("{name}: feature `{f}` is not `+name` or `-name`"));
                 assert!(features.contains(f), "{name}: LLVM does not know feature `{f}`");
             }
         }

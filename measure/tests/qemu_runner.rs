@@ -325,3 +325,74 @@ fn block_costs_are_kept_on_disk() {
     let doubled = est(QemuRunner::new().with_estimator(third)).expect("estimate");
     assert!((doubled - 2.0 * a.unwrap_or_default()).abs() < 1e-6, "{doubled} vs {a:?}");
 }
+
+/// `scale_add` followed by a loop of eight independent FMA chains, run 1000
+/// times, placed `offset` bytes into a page of its own (inline assembly).
+fn fma_loop_at(offset: u32) -> String {
+    let body: String = (0..8).map(|r| format!("\"fmla v{r}.4s, v8.4s, v9.4s\\n\"\n")).collect();
+    let asm = format!(
+        "__asm__ volatile(\"mov x9, #1000\\n\" \"b 2f\\n\" \".p2align 12\\n\" \".skip {offset}\\n\" \"2:\\n\"\n{body}\
+         \"subs x9, x9, #1\\n\" \"b.ne 2b\\n\" ::: \"x9\", \"v0\", \"v1\", \"v2\", \"v3\", \"v4\", \"v5\", \"v6\", \"v7\", \"cc\");"
+    );
+    scale_add_c(500, &asm)
+}
+
+#[test]
+fn a_loop_body_split_at_a_page_boundary_costs_what_it_costs_whole() {
+    // QEMU ends a translated block where the code crosses into the next
+    // page. Priced apart, each half of the loop would carry the latency of
+    // its four FMA chains (4 cycles per iteration each, twice the whole
+    // loop's); priced together, the split loop costs what the whole one does.
+    let w = workload("scale_add:N=500");
+    let t = target("sve-generic");
+    let cycles = |offset: u32| {
+        let built = crafted_built(offset.into(), &w, &t, &fma_loop_at(offset), TIMEOUT);
+        let m = QemuRunner::new().measure(&built, 256);
+        assert_eq!(m.status, Status::Ok, "offset {offset}: {}", m.message);
+        m.emulated.and_then(|e| e.est_cycles).unwrap_or_else(|| panic!("offset {offset}: no estimate"))
+    };
+    // 4080: four FMAs before the boundary, four and the loop's branch after.
+    let (whole, split) = (cycles(0), cycles(4080));
+    assert!(whole > 4000.0, "the loop runs: {whole}");
+    assert!((split - whole).abs() < 0.05 * whole, "split {split} vs whole {whole}");
+}
+
+#[test]
+fn fixed_length_sve_at_vl_128_is_correct_with_every_tail() {
+    // `sve` compiled for VL 128 is NEON code whose masked loads and stores
+    // go through SVE predicates; 21 columns leave a tail of one lane at
+    // 4 lanes (VL 128) and 5 at 8 (VL 256).
+    let w = workload("matmul:M=9,N=21,K=6");
+    let t = target("neoverse-v1");
+    for tail in ["predicate", "peel", "scalar"] {
+        let body = MATMUL_TILED.replace("tail=\"predicate\"", &format!("tail=\"{tail}\""));
+        let c = Candidate::new(0, Arc::clone(&w), Arc::clone(&t), with_kind("sve", &body))
+            .with_timeout(TIMEOUT)
+            .with_vl_bits(vec![128, 256]);
+        for (built, vls) in built_per_vl(&c) {
+            for m in QemuRunner::new().measure_all(&built, &vls) {
+                assert_eq!(m.status, Status::Ok, "{tail} at VL {}: {}", m.vl_bits, m.message);
+            }
+        }
+    }
+    // Gathers (B read along k, transposed) with a predicated tail.
+    let w = workload("matmul_bt:M=5,N=10,K=13");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/schedules/matmul_bt_gather.trace");
+    let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let c = Candidate::new(0, Arc::clone(&w), Arc::clone(&t), with_kind("sve", &body))
+        .with_timeout(TIMEOUT)
+        .with_vl_bits(vec![128]);
+    for (built, vls) in built_per_vl(&c) {
+        assert_eq!(vls, [128]);
+        let m = QemuRunner::new().measure(&built, 128);
+        assert_eq!(m.status, Status::Ok, "gather at VL 128: {}", m.message);
+    }
+}
+
+/// The candidate's objects, each with the vector lengths it was built for
+/// (one per VL for a fixed-length kind).
+fn built_per_vl(c: &Candidate) -> Vec<(Built, Vec<u32>)> {
+    use scaletune_measure::Builder;
+    let builds = LlvmBuilder::new().build_all(c);
+    builds.into_iter().map(|b| (b.result.unwrap_or_else(|e| panic!("build: {e}")), b.vl_bits)).collect()
+}

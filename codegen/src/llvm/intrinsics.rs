@@ -9,6 +9,7 @@ use super::emit::{Emitter, NONAME};
 use super::LlvmError;
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
+use llvm_sys::LLVMTypeKind;
 use std::os::raw::c_uint;
 
 /// The step-vector intrinsic of LLVM 19 (renamed `llvm.stepvector` in LLVM 20).
@@ -72,6 +73,17 @@ impl Emitter<'_> {
         align: u32,
         mask: LLVMValueRef,
     ) -> Result<LLVMValueRef, LlvmError> {
+        if let Some(sc_ty) = self.sve_container(vec_ty) {
+            let sc_mask = self.to_scalable_mask(mask)?;
+            // SAFETY: `sc_ty` is a vector type of this context.
+            let zero = unsafe { LLVMConstNull(sc_ty) };
+            let v = self.intrinsic(
+                "llvm.masked.load",
+                &[sc_ty, self.t.ptr],
+                &[ptr, self.t.i32_const(align as i32), sc_mask, zero],
+            )?;
+            return self.intrinsic("llvm.vector.extract", &[vec_ty, sc_ty], &[v, self.t.i64_const(0)]);
+        }
         // SAFETY: `vec_ty` is a vector type of this context.
         let zero = unsafe { LLVMConstNull(vec_ty) };
         self.intrinsic("llvm.masked.load", &[vec_ty, self.t.ptr], &[ptr, self.t.i32_const(align as i32), mask, zero])
@@ -87,12 +99,78 @@ impl Emitter<'_> {
     ) -> Result<(), LlvmError> {
         // SAFETY: `value` is a live value.
         let vec_ty = unsafe { LLVMTypeOf(value) };
+        if let Some(sc_ty) = self.sve_container(vec_ty) {
+            let (v, sc_mask) = (self.to_scalable(value)?, self.to_scalable_mask(mask)?);
+            self.intrinsic(
+                "llvm.masked.store",
+                &[sc_ty, self.t.ptr],
+                &[v, ptr, self.t.i32_const(align as i32), sc_mask],
+            )?;
+            return Ok(());
+        }
         self.intrinsic(
             "llvm.masked.store",
             &[vec_ty, self.t.ptr],
             &[value, ptr, self.t.i32_const(align as i32), mask],
         )?;
         Ok(())
+    }
+
+    /// The scalable vector type with as many lanes (at vscale 1) as the
+    /// fixed-length `vec_ty`, when masked memory operations (loads, stores,
+    /// gathers, scatters) on `vec_ty` go through SVE: on an SVE target
+    /// compiled for a 128-bit vector length (`vscale_range(1, 1)`), where
+    /// fixed-length vectors are NEON, which has no masked memory operations
+    /// (LLVM would split them into a branch per lane). Only for 32- and
+    /// 64-bit elements filling whole 128-bit registers, a power of two of
+    /// them (the scalable types LLVM can legalize).
+    fn sve_container(&self, vec_ty: LLVMTypeRef) -> Option<LLVMTypeRef> {
+        let t = &self.target;
+        let sve = t.features.split(',').any(|f| f == "+sve");
+        if !(sve && t.caps.scalable && t.caps.vscale_values == [1]) {
+            return None;
+        }
+        // SAFETY: `vec_ty` is a type of this context; only queried.
+        unsafe {
+            if LLVMGetTypeKind(vec_ty) != LLVMTypeKind::LLVMVectorTypeKind {
+                return None;
+            }
+            let (lanes, elem) = (LLVMGetVectorSize(vec_ty), LLVMGetElementType(vec_ty));
+            let bits = match LLVMGetTypeKind(elem) {
+                LLVMTypeKind::LLVMFloatTypeKind => 32,
+                LLVMTypeKind::LLVMDoubleTypeKind => 64,
+                LLVMTypeKind::LLVMIntegerTypeKind => LLVMGetIntTypeWidth(elem),
+                _ => return None,
+            };
+            ((bits == 32 || bits == 64) && lanes.is_power_of_two() && (lanes * bits).is_multiple_of(128))
+                .then(|| LLVMScalableVectorType(elem, lanes))
+        }
+    }
+
+    /// A fixed-length vector `<n x T>` as the first lanes of a scalable
+    /// `<vscale x n x T>` (all of them at vscale 1; the others undefined).
+    fn to_scalable(&self, v: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `v` is a live fixed-length vector.
+        let (ty, sc_ty) = unsafe {
+            let ty = LLVMTypeOf(v);
+            (ty, LLVMScalableVectorType(LLVMGetElementType(ty), LLVMGetVectorSize(ty)))
+        };
+        // SAFETY: `sc_ty` is a vector type of this context.
+        let undef = unsafe { LLVMGetUndef(sc_ty) };
+        self.intrinsic("llvm.vector.insert", &[sc_ty, ty], &[undef, v, self.t.i64_const(0)])
+    }
+
+    /// A fixed-length `<n x i1>` mask as the scalable `<vscale x n x i1>`
+    /// (its first `n` lanes; the others, absent at vscale 1, are false).
+    fn to_scalable_mask(&self, mask: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        // SAFETY: `mask` is a live fixed-length vector of i1.
+        let (mask_ty, sc_ty) = unsafe {
+            let ty = LLVMTypeOf(mask);
+            (ty, LLVMScalableVectorType(LLVMGetElementType(ty), LLVMGetVectorSize(ty)))
+        };
+        // SAFETY: `sc_ty` is a vector type of this context.
+        let none = unsafe { LLVMConstNull(sc_ty) };
+        self.intrinsic("llvm.vector.insert", &[sc_ty, mask_ty], &[none, mask, self.t.i64_const(0)])
     }
 
     /// `llvm.masked.gather(ptrs, align, mask, zeroinitializer)`.
@@ -105,6 +183,17 @@ impl Emitter<'_> {
     ) -> Result<LLVMValueRef, LlvmError> {
         // SAFETY: `vec_ty` is a vector type and `ptrs` a live value.
         let (zero, ptrs_ty) = unsafe { (LLVMConstNull(vec_ty), LLVMTypeOf(ptrs)) };
+        if let Some(sc_ty) = self.sve_container(vec_ty) {
+            let (sc_ptrs, sc_mask) = (self.to_scalable(ptrs)?, self.to_scalable_mask(mask)?);
+            // SAFETY: `sc_ty` is a vector type of this context and `sc_ptrs` a live value.
+            let (sc_zero, sc_ptrs_ty) = unsafe { (LLVMConstNull(sc_ty), LLVMTypeOf(sc_ptrs)) };
+            let v = self.intrinsic(
+                "llvm.masked.gather",
+                &[sc_ty, sc_ptrs_ty],
+                &[sc_ptrs, self.t.i32_const(align as i32), sc_mask, sc_zero],
+            )?;
+            return self.intrinsic("llvm.vector.extract", &[vec_ty, sc_ty], &[v, self.t.i64_const(0)]);
+        }
         self.intrinsic("llvm.masked.gather", &[vec_ty, ptrs_ty], &[ptrs, self.t.i32_const(align as i32), mask, zero])
     }
 
@@ -119,6 +208,13 @@ impl Emitter<'_> {
     ) -> Result<(), LlvmError> {
         // SAFETY: both are live values.
         let (vec_ty, ptrs_ty) = unsafe { (LLVMTypeOf(value), LLVMTypeOf(ptrs)) };
+        if self.sve_container(vec_ty).is_some() {
+            let (v, p, m) = (self.to_scalable(value)?, self.to_scalable(ptrs)?, self.to_scalable_mask(mask)?);
+            // SAFETY: both are live values.
+            let (sc_ty, sc_ptrs_ty) = unsafe { (LLVMTypeOf(v), LLVMTypeOf(p)) };
+            self.intrinsic("llvm.masked.scatter", &[sc_ty, sc_ptrs_ty], &[v, p, self.t.i32_const(align as i32), m])?;
+            return Ok(());
+        }
         self.intrinsic(
             "llvm.masked.scatter",
             &[vec_ty, ptrs_ty],

@@ -7,6 +7,7 @@ use crate::vprog::{optimize, verify, BufId, BufKind, Buffer, Builder, Lanes, Pro
 use scaletune_space::expr::{eval, simplify, Expr};
 use scaletune_space::ids::{BlockId, LoopId, VarId};
 use scaletune_space::ir::{Nest, Scope};
+use scaletune_space::kind::VectorKind;
 use scaletune_space::schedule::vector_lanes;
 use scaletune_space::workload::Role;
 use std::collections::HashMap;
@@ -82,7 +83,7 @@ pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
     let mut nest = nest.clone();
     let za_zero_start = super::za::zero_started(&mut nest);
     nest.decompose_all_inits();
-    let vscale_const = nest.caps.fixed_vscale().map(i64::from);
+    let vscale_const = nest.caps.fixed_vscale().or_else(|| fixed_length_sve(&nest)).map(i64::from);
     // A vector loop of one fixed lane is a plain loop.
     for l in nest.all_loops() {
         if matches!(nest.loop_(l).kind, scaletune_space::ir::LoopKind::Vectorize(_)) {
@@ -124,6 +125,18 @@ pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
     let prog = lw.b.finish();
     verify(&prog)?;
     Ok(prog)
+}
+
+/// SVE compiled for a 128-bit vector length (the `sve` kind specialized to
+/// VL 128, `vscale_range(1, 1)`): its vectors are lowered as fixed-length
+/// vectors, `4*vscale` f32 lanes being 4, which LLVM emits as NEON (on
+/// Neoverse V1 four FMA pipes take NEON and two take SVE). Masked memory
+/// operations still use SVE predicates (see `llvm::intrinsics`). At wider
+/// vector lengths, and in streaming (SME) code, vectors stay scalable.
+fn fixed_length_sve(nest: &Nest) -> Option<u32> {
+    let c = &nest.caps;
+    let sve = nest.kinds.iter().any(|(k, caps)| *k == VectorKind::Sve && caps == c);
+    (sve && c.scalable && !c.has_sme && c.vscale_values == [1]).then_some(1)
 }
 
 impl Lowerer {

@@ -118,6 +118,36 @@ pub fn mca_text(text: &str, arch: Arch) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// True if the instruction `text` (as llvm-objdump prints it) may transfer
+/// control anywhere but to the next instruction: a branch, call, return or
+/// trap. A block whose last instruction is none of these falls through.
+pub fn is_control_transfer(text: &str, arch: Arch) -> bool {
+    let m = text.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+    let m = m.as_str();
+    match arch {
+        Arch::Aarch64 => {
+            matches!(m, "b" | "bl" | "br" | "blr" | "cbz" | "cbnz" | "tbz" | "tbnz" | "eret" | "svc" | "hvc" | "smc")
+                || matches!(m, "brk" | "hlt" | "udf")
+                || ["b.", "bc.", "ret", "bra", "blra", "eret"].iter().any(|p| m.starts_with(p))
+        }
+        Arch::X86_64 => {
+            m.starts_with('j')
+                || m.starts_with("call")
+                || m.starts_with("ret")
+                || m.starts_with("loop")
+                || m.starts_with("int")
+                || m.starts_with("sys")
+                || matches!(m, "ud0" | "ud1" | "ud2" | "hlt")
+        }
+        Arch::Riscv64 => {
+            let m = m.strip_prefix("c.").unwrap_or(m);
+            matches!(m, "j" | "jal" | "jalr" | "jr" | "ret" | "ecall" | "ebreak" | "mret" | "sret" | "unimp")
+                || matches!(m, "beq" | "bne" | "blt" | "bge" | "bltu" | "bgeu" | "bgt" | "ble" | "bgtu" | "bleu")
+                || matches!(m, "beqz" | "bnez" | "blez" | "bgez" | "bltz" | "bgtz")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +177,37 @@ mod tests {
         assert_eq!(mca_text("jne\t0x17b0 <scaletune_scale_add+0x30>", Arch::X86_64), format!("jne {t}"));
         assert_eq!(mca_text("bnez\ta0, 0x1023c <k+0x3c>", Arch::Riscv64), format!("bnez a0, {t}"));
         assert_eq!(mca_text("vse32.v\tv12, (a4), v0.t", Arch::Riscv64), "vse32.v v12, (a4), v0.t");
+    }
+
+    #[test]
+    fn branches_calls_and_returns_transfer_control_other_instructions_fall_through() {
+        for (text, arch) in [
+            ("b.ne\t0x237e44 <k+0x1c>", Arch::Aarch64),
+            ("b\t0x23ccc0 <k+0x470>", Arch::Aarch64),
+            ("cbz\tw25, 0x23d058 <k+0x808>", Arch::Aarch64),
+            ("tbnz\tw8, #0x3, 0x4010 <k+0x10>", Arch::Aarch64),
+            ("ret", Arch::Aarch64),
+            ("bl\t0x1000 <f>", Arch::Aarch64),
+            ("jne\t0x17b0 <k+0x30>", Arch::X86_64),
+            ("callq\t0x17b0 <f>", Arch::X86_64),
+            ("retq", Arch::X86_64),
+            ("bnez\ta0, 0x1023c <k+0x3c>", Arch::Riscv64),
+            ("bltu\ta0, a1, 0x1023c <k+0x3c>", Arch::Riscv64),
+            ("c.j\t0x1023c <k+0x3c>", Arch::Riscv64),
+            ("ret", Arch::Riscv64),
+        ] {
+            assert!(is_control_transfer(text, arch), "{text}");
+        }
+        for (text, arch) in [
+            ("fmla\tv27.4s, v8.4s, v31.s[0]", Arch::Aarch64),
+            ("bfmmla\tz0.s, z1.h, z2.h", Arch::Aarch64),
+            ("bic\tx0, x1, x2", Arch::Aarch64),
+            ("ldr\ts31, [x6, #0x2f4]", Arch::Aarch64),
+            ("vfmadd231ps\t%ymm1, %ymm2, %ymm3", Arch::X86_64),
+            ("bset\ta0, a1, a2", Arch::Riscv64),
+            ("vse32.v\tv12, (a4), v0.t", Arch::Riscv64),
+        ] {
+            assert!(!is_control_transfer(text, arch), "{text}");
+        }
     }
 }

@@ -6,8 +6,9 @@
 //! may start anywhere (the kernel's entry block runs on into the first loop
 //! body, a block may be split at a page boundary), so blocks are not the
 //! compiler's basic blocks; each distinct (address, count) is priced on its
-//! own, which makes the sum exact with respect to the executed instruction
-//! stream:
+//! own, except that a block ending without a control transfer is priced
+//! together with the block it runs into ([`super::fallthrough`]), which
+//! keeps the sum exact with respect to the executed instruction stream:
 //!
 //! ```text
 //! est_cycles = Σ_blocks executions(block) × cycles(block)
@@ -25,8 +26,9 @@
 //! at several vector lengths or again later runs llvm-mca only on blocks it
 //! has not priced yet.
 
-use super::disasm::{disassemble, mattr, mca_text, Insn};
+use super::disasm::{disassemble, is_control_transfer, mattr, mca_text, Insn};
 use super::elf::{kernel_code, KernelRange};
+use super::fallthrough::join_fallthrough;
 use super::mca::{BlockCost, McaModel};
 use super::plugin::{BlockCount, Counts};
 use super::sme::{split_block, SmeCounts};
@@ -57,7 +59,9 @@ pub struct Estimate {
     /// The part of `cycles` that the target's SME throughput table gives
     /// (0 when the kernel executed no SME instruction).
     pub sme_cycles: f64,
-    /// Every block, by address.
+    /// Every block priced, in the plugin's order (a block that runs into
+    /// the next without a branch is one block with it, see
+    /// [`super::fallthrough`]).
     pub blocks: Vec<BlockEstimate>,
 }
 
@@ -69,6 +73,10 @@ struct KernelCosts {
     /// (address, instructions) -> cycles of the block's SME instructions (table-priced part of its cost).
     #[serde(default)]
     sme: BTreeMap<String, f64>,
+    /// (address, instructions) of an executed block -> the address of the
+    /// instruction after it when it does not end in a control transfer.
+    #[serde(default)]
+    falls_into: BTreeMap<String, Option<u64>>,
     #[serde(skip)]
     insns: Option<Vec<Insn>>,
 }
@@ -135,9 +143,29 @@ impl CycleEstimator {
             let disk = self.disk.as_deref();
             Arc::clone(memory.entry(key.clone()).or_insert_with(|| Arc::new(Mutex::new(load(disk, &key)))))
         };
-        let mut costs = entry.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = entry.lock().unwrap_or_else(|p| p.into_inner());
+        let costs = &mut *guard;
+        let unknown: Vec<BlockCount> = counts
+            .blocks
+            .iter()
+            .filter(|b| !costs.falls_into.contains_key(&block_key(b.addr, b.n_insns)))
+            .copied()
+            .collect();
+        if !unknown.is_empty() {
+            if costs.insns.is_none() {
+                costs.insns = Some(disassemble(exe, range, target)?);
+            }
+            let insns = costs.insns.as_deref().unwrap_or_default();
+            for b in &unknown {
+                let next = falls_into(insns, b, target);
+                costs.falls_into.insert(block_key(b.addr, b.n_insns), next);
+            }
+        }
+        let blocks = join_fallthrough(&counts.blocks, |b| {
+            costs.falls_into.get(&block_key(b.addr, b.n_insns)).copied().flatten()
+        });
         let mut missing: Vec<BlockCount> = Vec::new();
-        for b in &counts.blocks {
+        for b in &blocks {
             if !costs.blocks.contains_key(&block_key(b.addr, b.n_insns)) && !missing.contains(b) {
                 missing.push(*b);
             }
@@ -182,15 +210,17 @@ impl CycleEstimator {
                 costs.blocks.insert(block_key(b.addr, b.n_insns), cost);
                 costs.sme.insert(block_key(b.addr, b.n_insns), sme_cycles);
             }
-            save(self.disk.as_deref(), &key, &costs);
+        }
+        if !missing.is_empty() || !unknown.is_empty() {
+            save(self.disk.as_deref(), &key, costs);
         }
         let mut est = Estimate {
             cycles: 0.0,
             rthroughput_cycles: 0.0,
             sme_cycles: 0.0,
-            blocks: Vec::with_capacity(counts.blocks.len()),
+            blocks: Vec::with_capacity(blocks.len()),
         };
-        for b in &counts.blocks {
+        for b in &blocks {
             match costs.blocks.get(&block_key(b.addr, b.n_insns)) {
                 Some(Ok(cost)) => {
                     est.cycles += b.executions as f64 * cost.cycles;
@@ -210,6 +240,16 @@ impl CycleEstimator {
         }
         Ok(est)
     }
+}
+
+/// The address of the instruction after block `b` if its last instruction
+/// is not a control transfer (it runs into the code there); `None` if it
+/// is, or if the block does not match the disassembly (pricing reports that).
+fn falls_into(insns: &[Insn], b: &BlockCount, target: &Target) -> Option<u64> {
+    let first = insns.binary_search_by_key(&b.addr, |i| i.addr).ok()?;
+    let last = first.checked_add(usize::try_from(b.n_insns).ok()?)?;
+    let end = insns.get(first..last)?.last()?;
+    (!is_control_transfer(&end.text, target.arch)).then(|| insns.get(last).map(|i| i.addr)).flatten()
 }
 
 /// The llvm-mca lines of one block, checked against the disassembly.
@@ -246,7 +286,7 @@ fn cache_key(code: &[u8], model: &McaModel, sme_table: &str) -> String {
     let mut h = Sha256::new();
     h.update(code);
     h.update(format!(
-        "\n{}\n{}\n{}\n{}\n{sme_table}\nmca-cache-3",
+        "\n{}\n{}\n{}\n{}\n{sme_table}\nmca-cache-4",
         model.triple,
         model.cpu,
         model.mattr.as_deref().unwrap_or(""),

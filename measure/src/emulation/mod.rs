@@ -18,7 +18,8 @@
 //! - [`disasm`]: the kernel's instructions, as llvm-mca input.
 //! - [`mca`]: llvm-mca on many blocks at once (one code region each).
 //! - [`estimate`]: blocks to cycles, with a cache of block costs per
-//!   kernel and CPU model.
+//!   kernel and CPU model; [`fallthrough`]: a block QEMU split without a
+//!   branch (at a page boundary) is priced with the block it runs into.
 //!
 //! [`emulable_host_target`] derives, from the host target, the x86-64
 //! target whose code QEMU 7.2 can run (no AVX-512), so that the same
@@ -27,6 +28,7 @@
 pub mod disasm;
 pub mod elf;
 pub mod estimate;
+mod fallthrough;
 pub mod mca;
 pub mod plugin;
 pub mod sme;
