@@ -134,9 +134,10 @@ fn irregular_extents_on_fixed_targets_compute_the_reference() {
 }
 
 /// The micro-kernel branches (GotoBLAS loop order, register tiles sized to
-/// the register file, a packed panel) on fixed-length targets: draws of
-/// each compute the reference, on shapes where the rows and the column
-/// strips leave partial tiles and where they divide evenly.
+/// the register file, a packed panel): draws of each compute the
+/// reference, on shapes where the rows and the column strips leave partial
+/// tiles and where they divide evenly, on fixed-length targets and, at
+/// every vscale among 1, 2 and 4, on scalable ones.
 #[test]
 fn micro_kernel_draws_compute_the_reference() {
     let cases = [
@@ -147,7 +148,7 @@ fn micro_kernel_draws_compute_the_reference() {
         "matmul_f16:M=5,N=19,K=4",
         "matmul_bf16:M=7,N=16,K=4",
     ];
-    for target in ["host", "neon"] {
+    for target in ["host", "neon", "neoverse-v1", "sve-generic", "rvv"] {
         for workload in cases {
             let w = load(workload).expect("loads");
             let t = Target::load(target).expect("target");

@@ -85,7 +85,8 @@ impl State {
 
     /// Loops whose extent may depend on sampled decisions through vscale
     /// (created by splits whose factors come from a scalable tiling or a
-    /// mixed tiling that may be scalable, or from a fuse of such loops).
+    /// mixed tiling that may be scalable, or are literal multiples of
+    /// vscale, which the sampled vector kind decides).
     pub fn scalable_derived_loops(&self) -> Vec<LoopId> {
         let mut scalable_rvs: Vec<ValueRv> = Vec::new();
         let mut out = Vec::new();
@@ -96,7 +97,10 @@ impl State {
                 }
                 Inst::SampleScalableTile { outs, .. } => scalable_rvs.extend(outs.iter().copied()),
                 Inst::Split { outs, factors, .. } => {
-                    let derived = factors.iter().any(|f| matches!(f, Some(TExpr::Rv(n)) if scalable_rvs.contains(n)));
+                    let derived = factors.iter().flatten().any(|f| match f {
+                        TExpr::Rv(n) => scalable_rvs.contains(n),
+                        literal => uses_vscale(literal),
+                    });
                     if derived {
                         out.extend(outs.iter().filter_map(|o| self.env.loop_(*o)));
                     }
@@ -105,5 +109,14 @@ impl State {
             }
         }
         out
+    }
+}
+
+/// True if a split factor mentions `vscale`.
+fn uses_vscale(e: &TExpr) -> bool {
+    match e {
+        TExpr::VScale => true,
+        TExpr::Int(_) | TExpr::Rv(_) => false,
+        TExpr::Add(a, b) | TExpr::Sub(a, b) | TExpr::Mul(a, b) => uses_vscale(a) || uses_vscale(b),
     }
 }

@@ -1,7 +1,7 @@
 //! Multi-level tiling (`SSRSRS`) for reductions with data reuse (matmul,
 //! batch matmul, convolutions), with optional write and read reuse.
 
-use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, scalable, store_axis, AxisLoop};
+use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, store_axis, AxisLoop};
 use super::common::{has_register_divisor, perfect_tile, register_tile, vector_tile, vectorize};
 use super::{micro_kernel, BlockRule, State};
 use crate::ir::Node;
@@ -207,9 +207,8 @@ impl BlockRule for MultiLevelTiling {
                 }
             }
         }
-        // GotoBLAS-order micro-kernels, on fixed-length targets, where the
-        // columns need no gather.
-        if !scalable(nest) && !gathers_when_vectorized(nest, b, vaxis) {
+        // GotoBLAS-order micro-kernels, where the columns need no gather.
+        if !gathers_when_vectorized(nest, b, vaxis) {
             out.extend(micro_kernel::branches(st, block, vaxis));
         }
         (!out.is_empty()).then_some(out)
