@@ -114,9 +114,12 @@ fn asm(workload: &str, target: &str, schedule: &str) -> String {
     std::fs::read_to_string(f).expect("asm")
 }
 
-/// An SVE `ld1w` whose address has a vector register index.
+/// An SVE `ld1w` whose address has a vector register index
+/// (`[x0, z1.s, uxtw #2]`) or is a vector of pointers (`[z1.d]`: the `sve`
+/// kind at 128 bits, compiled as fixed-length vectors, gathers through
+/// SVE containers of 64-bit addresses).
 fn has_gather(asm: &str) -> bool {
-    asm.lines().any(|l| l.contains("ld1w") && l.contains(", z"))
+    asm.lines().any(|l| l.contains("ld1w") && (l.contains(", z") || l.contains("[z")))
 }
 
 #[test]
