@@ -103,6 +103,22 @@ fn micro_kernel_schedule_passes_with_partial_blocks_everywhere() {
     check_ok(shape, "neoverse-v1", &s, None);
     let a = asm(shape, "host", &s);
     assert!(a.contains("vbroadcastss") && a.contains("vfmadd231ps"), "{a}");
+    // The length-agnostic form the space builds on scalable targets: strips
+    // of two registers (`8*vscale` columns) and a panel copied one register
+    // at a time, under QEMU at every vector length.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vla = dir.path().join("matmul_microkernel_vla.trace");
+    let text = std::fs::read_to_string(root().join(&s)).expect("reads");
+    let text = text
+        .replace("factors=[None, 16]", "factors=[None, 8*vscale]")
+        .replace("factors=[None, 8]", "factors=[None, 4*vscale]");
+    assert!(text.contains("8*vscale") && text.contains("4*vscale"), "{text}");
+    std::fs::write(&vla, text).expect("writes");
+    let vla = vla.display().to_string();
+    let t = check_ok(shape, "sve-generic", &vla, Some("128,256,512,2048"));
+    assert_ok_at(&t, &[128, 256, 512, 2048], "sve-generic");
+    let t = check_ok(shape, "rvv", &vla, Some("128,256,1024"));
+    assert_ok_at(&t, &[128, 256, 1024], "rvv");
 }
 
 fn asm(workload: &str, target: &str, schedule: &str) -> String {

@@ -150,27 +150,33 @@ impl Emitter<'_> {
     /// A fixed-length vector `<n x T>` as the first lanes of a scalable
     /// `<vscale x n x T>` (all of them at vscale 1; the others undefined).
     fn to_scalable(&self, v: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        self.insert_into_scalable(v, false)
+    }
+
+    /// A fixed-length `<n x i1>` mask as the scalable `<vscale x n x i1>`
+    /// (its first `n` lanes; the others, absent at vscale 1, are false).
+    fn to_scalable_mask(&self, mask: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
+        self.insert_into_scalable(mask, true)
+    }
+
+    /// `llvm.vector.insert` of fixed-length `v` at lane 0 of a scalable
+    /// vector of the same element type and minimum length, whose other
+    /// lanes are zero (`zeroed`) or undefined.
+    fn insert_into_scalable(&self, v: LLVMValueRef, zeroed: bool) -> Result<LLVMValueRef, LlvmError> {
         // SAFETY: `v` is a live fixed-length vector.
         let (ty, sc_ty) = unsafe {
             let ty = LLVMTypeOf(v);
             (ty, LLVMScalableVectorType(LLVMGetElementType(ty), LLVMGetVectorSize(ty)))
         };
         // SAFETY: `sc_ty` is a vector type of this context.
-        let undef = unsafe { LLVMGetUndef(sc_ty) };
-        self.intrinsic("llvm.vector.insert", &[sc_ty, ty], &[undef, v, self.t.i64_const(0)])
-    }
-
-    /// A fixed-length `<n x i1>` mask as the scalable `<vscale x n x i1>`
-    /// (its first `n` lanes; the others, absent at vscale 1, are false).
-    fn to_scalable_mask(&self, mask: LLVMValueRef) -> Result<LLVMValueRef, LlvmError> {
-        // SAFETY: `mask` is a live fixed-length vector of i1.
-        let (mask_ty, sc_ty) = unsafe {
-            let ty = LLVMTypeOf(mask);
-            (ty, LLVMScalableVectorType(LLVMGetElementType(ty), LLVMGetVectorSize(ty)))
+        let rest = unsafe {
+            if zeroed {
+                LLVMConstNull(sc_ty)
+            } else {
+                LLVMGetUndef(sc_ty)
+            }
         };
-        // SAFETY: `sc_ty` is a vector type of this context.
-        let none = unsafe { LLVMConstNull(sc_ty) };
-        self.intrinsic("llvm.vector.insert", &[sc_ty, mask_ty], &[none, mask, self.t.i64_const(0)])
+        self.intrinsic("llvm.vector.insert", &[sc_ty, ty], &[rest, v, self.t.i64_const(0)])
     }
 
     /// `llvm.masked.gather(ptrs, align, mask, zeroinitializer)`.

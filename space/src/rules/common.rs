@@ -163,6 +163,18 @@ pub(crate) fn tail(s: &mut State, l: LoopRv) -> Option<Choice<Tail>> {
     s.sample_categorical("tail", candidates, prior.to_vec()).map(Choice::Rv)
 }
 
+/// `vectorize(l, tail="predicate")` without sampling a tail when the
+/// caller knows that `l` is a whole number of vectors under every decision
+/// (`exact`: a constant extent that the constant vector length divides),
+/// [`vectorize`] otherwise.
+pub(crate) fn vectorize_unless_exact(s: &mut State, l: LoopRv, exact: bool) -> bool {
+    if exact {
+        s.push(Inst::Vectorize { loop_: l, tail: Choice::Lit(Tail::Predicate) })
+    } else {
+        vectorize(s, l)
+    }
+}
+
 /// `vectorize(l, tail=...)` with a sampled tail.
 pub(crate) fn vectorize(s: &mut State, l: LoopRv) -> bool {
     match tail(s, l) {

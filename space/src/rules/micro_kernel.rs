@@ -4,12 +4,11 @@
 //! along the columns packed into a contiguous panel.
 
 use super::analysis::{axis_loops, AxisLoop};
-use super::common::{perfect_tile, register_tile, vectorize};
+use super::common::{perfect_tile, register_tile, vectorize_unless_exact};
 use super::tiling::{packed_operand, vectorize_copy};
 use super::State;
-use crate::ir::Tail;
 use crate::sample::lanes_per_granule;
-use crate::trace::{Choice, Inst, LoopRv, TExpr};
+use crate::trace::{Inst, LoopRv, TExpr};
 use crate::workload::AxisKind;
 
 /// Widths of the column strip (`nr`) in vector registers: powers of two,
@@ -104,12 +103,7 @@ fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
         return None;
     }
     // Strips that divide the columns leave no tail to choose a strategy for.
-    let vectorized = if exact {
-        s.push(Inst::Vectorize { loop_: columns[1], tail: Choice::Lit(Tail::Predicate) })
-    } else {
-        vectorize(&mut s, columns[1])
-    };
-    if !vectorized {
+    if !vectorize_unless_exact(&mut s, columns[1], exact) {
         return None;
     }
     if let Some(tensor) = packed_operand(&s, block, vaxis) {

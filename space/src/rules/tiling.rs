@@ -2,7 +2,9 @@
 //! batch matmul, convolutions), with optional write and read reuse.
 
 use super::analysis::{axis_loops, gathers_when_vectorized, has_reuse, load_axes, store_axis, AxisLoop};
-use super::common::{has_register_divisor, perfect_tile, register_tile, vector_tile, vectorize};
+use super::common::{
+    has_register_divisor, perfect_tile, register_tile, vector_tile, vectorize, vectorize_unless_exact,
+};
 use super::{micro_kernel, BlockRule, State};
 use crate::ir::Node;
 use crate::trace::{BlockRv, Inst, LoopRv, TExpr};
@@ -261,9 +263,8 @@ pub(super) fn vectorize_copy(s: &mut State, block_rv: BlockRv, constant_extent: 
     let mut t = s.clone();
     let outs = t.new_loops("l", 2);
     let factor = TExpr::Mul(Box::new(TExpr::Int(lanes)), Box::new(TExpr::VScale));
-    let no_tail = Inst::Vectorize { loop_: outs[1], tail: crate::trace::Choice::Lit(crate::ir::Tail::Predicate) };
     if t.push(Inst::Split { outs: outs.clone(), loop_: inner, factors: vec![None, Some(factor)] })
-        && if exact { t.push(no_tail) } else { vectorize(&mut t, outs[1]) }
+        && vectorize_unless_exact(&mut t, outs[1], exact)
     {
         *s = t;
     }
