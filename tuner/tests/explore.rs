@@ -54,7 +54,8 @@ fn host_has_fixed_widths_only() {
     // mixed tilings are the register tiles of any size (no vscale): up to
     // 8 rows in the multi-level tilings, and in the micro-kernels as many
     // as 16 AVX2 registers hold beside the strip (14 rows of one register,
-    // 6 of two, 2 of four).
+    // 6 of two, 2 of four), in two levels or, in the order with blocks of
+    // rows outermost, three.
     assert!(!r.contains("sample_scalable_tile"), "{r}");
     let mixed: Vec<&str> = r.lines().filter(|l| l.contains("sample_mixed_tile")).collect();
     let register_tiles = [
@@ -62,6 +63,9 @@ fn host_has_fixed_widths_only() {
         "(l2, n=2, max_innermost_fixed=14, max_innermost_vscale=0)",
         "(l2, n=2, max_innermost_fixed=6, max_innermost_vscale=0)",
         "(l2, n=2, max_innermost_fixed=2, max_innermost_vscale=0)",
+        "(l2, n=3, max_innermost_fixed=14, max_innermost_vscale=0)",
+        "(l2, n=3, max_innermost_fixed=6, max_innermost_vscale=0)",
+        "(l2, n=3, max_innermost_fixed=2, max_innermost_vscale=0)",
     ];
     assert!(!mixed.is_empty() && mixed.iter().all(|l| register_tiles.iter().any(|t| l.contains(t))), "{r}");
     for t in register_tiles {

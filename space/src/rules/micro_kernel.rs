@@ -1,4 +1,4 @@
-//! Register-blocked micro-kernels in the GotoBLAS loop order: a strip of
+//! Register-blocked micro-kernels in the GotoBLAS loop orders: a strip of
 //! result columns, one or more vector registers wide, is computed a few
 //! rows at a time over a block of the reduction, with the operand read
 //! along the columns packed into a contiguous panel.
@@ -21,23 +21,53 @@ const MAX_ROWS: i64 = 14;
 /// Largest block of a reduction axis kept inside the micro-kernel (`kc`).
 const MAX_REDUCTION_BLOCK: i64 = 512;
 
+/// Where the column strips sit relative to the reduction blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// `columns / nr, reduction / kc, [pack], rows / mr, ...`: each column
+    /// strip sweeps every reduction block, so its results stay in cache
+    /// while every row of the other operand streams past (best when that
+    /// operand fits in L2).
+    ColumnsOuter,
+    /// `rows / mc, reduction / kc, columns / nr, [pack], rows % mc / mr, ...`:
+    /// a block of `mc` rows by `kc` of the reduction is read by every column
+    /// strip before the next block, so it stays in L2 while the strips pass
+    /// (the order of large problems; the row blocks may run in parallel).
+    RowBlocksOuter,
+}
+
+impl Order {
+    fn name(self) -> &'static str {
+        match self {
+            Order::ColumnsOuter => "columns outer",
+            Order::RowBlocksOuter => "row blocks outer",
+        }
+    }
+}
+
 /// The micro-kernel branches of `block`, whose result is contiguous along
 /// iterator `vaxis`: one per width `m` of the column strip, in vector
-/// registers. Each is the loop order
+/// registers, and per loop order:
 ///
 /// ```text
-/// other spatial axes, columns / nr, reduction / kc,
-///   [pack the operand read along the columns: a kc x nr panel]
-///   rows / mr, reduction % kc, rows % mr (unrolled), nr columns (vectorized)
+/// columns outer:    other spatial axes, columns / nr, reduction / kc,
+///                     [pack the operand read along the columns: a kc x nr panel]
+///                     rows / mr, reduction % kc, rows % mr (unrolled), nr columns (vectorized)
+/// row blocks outer: other spatial axes, rows / mc, reduction / kc, columns / nr,
+///                     [pack], rows % mc / mr, reduction % kc, rows % mr (unrolled), nr columns
 /// ```
 ///
-/// with `kc` a sampled perfect tiling of each reduction axis and `mr` any
-/// number of rows up to what the register file holds: `mr * m` accumulators
-/// plus `m` registers of the panel and one broadcast. The rows are the
-/// innermost spatial axis other than the columns (`i` of a matmul, the
-/// output column of a convolution); a last partial row tile is guarded.
+/// with `kc` a sampled perfect tiling of each reduction axis, `mc` a
+/// sampled number of register tiles, and `mr` any number of rows up to what
+/// the register file holds: `mr * m` accumulators plus `m` registers of the
+/// panel and one broadcast. The rows are the innermost spatial axis other
+/// than the columns (`i` of a matmul, the output column of a convolution);
+/// a last partial row tile is guarded.
 pub(super) fn branches(st: &State, block: &str, vaxis: usize) -> Vec<State> {
-    COLUMN_REGISTERS.iter().filter_map(|&m| build(st, block, vaxis, m)).collect()
+    [Order::ColumnsOuter, Order::RowBlocksOuter]
+        .iter()
+        .flat_map(|&order| COLUMN_REGISTERS.iter().filter_map(move |&m| build(st, block, vaxis, m, order)))
+        .collect()
 }
 
 /// The most vector registers any of the nest's vector kinds has.
@@ -50,7 +80,7 @@ fn max_rows(registers: i64, m: i64) -> i64 {
     ((registers - m - 1) / m).clamp(1, MAX_ROWS)
 }
 
-fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
+fn build(st: &State, block: &str, vaxis: usize, m: i64, order: Order) -> Option<State> {
     let mut s = st.clone();
     let (brv, bid) = s.get_block(block)?;
     let own = s.own_loops(brv, bid);
@@ -85,7 +115,11 @@ fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
     if !s.push(Inst::Split { outs: columns.clone(), loop_: col.rv, factors: vec![None, Some(width)] }) {
         return None;
     }
-    let row_levels = register_tile(&mut s, &rows, 2, max_rows(registers(st), m), true)?;
+    let levels = match order {
+        Order::ColumnsOuter => 2,
+        Order::RowBlocksOuter => 3,
+    };
+    let row_levels = register_tile(&mut s, &rows, levels, max_rows(registers(st), m), true)?;
     let mut outer_k = Vec::new();
     let mut inner_k = Vec::new();
     for r in &reductions {
@@ -93,13 +127,23 @@ fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
         outer_k.push(levels[0]);
         inner_k.push(levels[1]);
     }
-    let mut order = others;
-    order.push(columns[0]);
-    order.extend(&outer_k);
-    order.push(row_levels[0]);
-    order.extend(&inner_k);
-    order.extend([row_levels[1], columns[1]]);
-    if !s.push(Inst::Reorder { loops: order }) || !s.push(Inst::Unroll { loop_: row_levels[1] }) {
+    let (mr, tiles) = (row_levels[levels - 1], row_levels[levels - 2]);
+    let mut loops = others;
+    match order {
+        Order::ColumnsOuter => {
+            loops.push(columns[0]);
+            loops.extend(&outer_k);
+        }
+        Order::RowBlocksOuter => {
+            loops.push(row_levels[0]);
+            loops.extend(&outer_k);
+            loops.push(columns[0]);
+        }
+    }
+    loops.push(tiles);
+    loops.extend(&inner_k);
+    loops.extend([mr, columns[1]]);
+    if !s.push(Inst::Reorder { loops }) || !s.push(Inst::Unroll { loop_: mr }) {
         return None;
     }
     // Strips that divide the columns leave no tail to choose a strategy for.
@@ -109,8 +153,8 @@ fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
     if let Some(tensor) = packed_operand(&s, block, vaxis) {
         let (brv, bid) = s.get_block(block)?;
         let loops = s.get_loops(brv, bid);
-        // The last reduction block loop: before rows / mr, the inner
-        // reduction loops, mr and nr.
+        // The loop just outside rows / mr (the last reduction block, or the
+        // column strip), before the inner reduction loops, mr and nr.
         let (at, _) = *loops.get(loops.len().checked_sub(4 + inner_k.len())?)?;
         let pack = s.new_block("pack");
         if !s.push(Inst::CacheRead { out: pack, block: brv, tensor, at, layout: None }) {
@@ -120,7 +164,11 @@ fn build(st: &State, block: &str, vaxis: usize, m: i64) -> Option<State> {
         vectorize_copy(&mut s, pack, true);
     }
     let width = if m == 1 { "1 vector".to_string() } else { format!("{m} vectors") };
-    Some(s.mark("micro-kernel").choose(block, "micro-kernel columns", &width))
+    Some(s.mark("micro-kernel").choose(block, "micro-kernel columns", &width).choose(
+        block,
+        "micro-kernel order",
+        order.name(),
+    ))
 }
 
 #[cfg(test)]
@@ -144,9 +192,9 @@ mod tests {
     }
 
     #[test]
-    fn a_matmul_gets_one_micro_kernel_per_strip_width_in_the_gotoblas_order() {
+    fn a_matmul_gets_one_micro_kernel_per_strip_width_and_loop_order() {
         let traces = micro_kernels("matmul:M=512,N=512,K=512");
-        assert_eq!(traces.len(), 3);
+        assert_eq!(traces.len(), 6);
         // Two registers of columns: at most 6 rows on 16 registers; the
         // strip divides 512 (no tail to sample), and so does the panel.
         expect_test::expect![[r#"
@@ -177,13 +225,44 @@ mod tests {
             annotate(l40, key="unroll_max_step", value=unroll46)
         "#]]
         .assert_eq(&traces[1]);
+        // Row blocks outer: blocks of register tiles of rows and blocks of
+        // the reduction, then the column strips, each packing its panel.
+        expect_test::expect![[r#"
+            b1 = get_block("C")
+            l2, l3, l4 = get_loops(b1)
+            l5, l6 = split(l3, factors=[None, 16])
+            t7, t8, t9 = sample_mixed_tile(l2, n=3, max_innermost_fixed=6, max_innermost_vscale=0)
+            l10, l11, l12 = split(l2, factors=[t7, t8, t9])
+            t13, t14 = sample_perfect_tile(l4, n=2, max_innermost_factor=512)
+            l15, l16 = split(l4, factors=[t13, t14])
+            reorder(l10, l15, l5, l11, l16, l12, l6)
+            unroll(l12)
+            vectorize(l6, tail="predicate")
+            b17 = get_block("C")
+            l18, l19, l20, l21, l22, l23, l24 = get_loops(b17)
+            pack25 = cache_read(b17, "B", at=l20)
+            l26, l27, l28, l29, l30 = get_loops(pack25)
+            l31, l32 = split(l30, factors=[None, 4*vscale])
+            vectorize(l32, tail="predicate")
+            b33 = get_block("B_local")
+            l34, l35, l36, l37, l38, l39 = get_loops(b33)
+            t40, t41 = sample_perfect_tile(l34, n=2, max_innermost_factor=8192)
+            l42, l43 = split(l34, factors=[t40, t41])
+            parallel(l42)
+            b44 = get_block("B_local")
+            l45, l46, l47, l48, l49, l50, l51 = get_loops(b44)
+            unroll52 = sample_categorical(candidates=[0, 4, 16, 64], probs=[0.25, 0.25, 0.25, 0.25])
+            annotate(l45, key="unroll_max_step", value=unroll52)
+        "#]]
+        .assert_eq(&traces[4]);
     }
 
     #[test]
     fn narrow_results_get_only_the_strips_that_fit() {
         // 12 columns: one 8-lane register (with a tail); two would not fit.
+        // One kernel per loop order.
         let traces = micro_kernels("matmul:M=9,N=12,K=5");
-        assert_eq!(traces.len(), 1);
+        assert_eq!(traces.len(), 2);
         expect_test::expect![[r#"
             b1 = get_block("C")
             l2, l3, l4 = get_loops(b1)
