@@ -56,6 +56,9 @@ pub enum DbError {
     /// A job that does not exist.
     #[error("no job {0}")]
     NoJob(i64),
+    /// A record that does not exist.
+    #[error("no record {0}")]
+    NoRecord(i64),
     /// SQLite refused an operation.
     #[error("database error: {0}")]
     Sqlite(rusqlite::Error),

@@ -1,7 +1,8 @@
 //! Export and import as JSON lines: every record self-contained (its workload, target and job with it), for merging databases from several machines.
 
 use crate::jobs::{job_from_row, Job, JOB_COLUMNS};
-use crate::records::{insert_in, NewRecord, Record};
+use crate::records::{insert_in, NewRecord, Record, Remeasurement};
+use crate::remeasure::confirmed;
 use crate::{hash_text, Database, DbError};
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,11 @@ struct Line {
     job: Option<Job>,
     created_at: String,
     record: NewRecord,
+    /// The record's re-measurements (absent in exports of schema version 2
+    /// and older). A run made by the record's own job keeps that job on
+    /// import; the job of any other run is not carried across databases.
+    #[serde(default)]
+    remeasured: Vec<Remeasurement>,
 }
 
 /// What an import did.
@@ -75,6 +81,7 @@ impl Database {
                 job,
                 created_at: r.created_at.clone(),
                 record: r.data.clone(),
+                remeasured: r.remeasured.clone(),
             };
             serde_json::to_writer(&mut *out, &line).map_err(|e| io(e.into()))?;
             out.write_all(b"\n").map_err(io)?;
@@ -158,6 +165,9 @@ impl Database {
                 };
                 let rec = NewRecord { job_id, workload_id, target_id, ..l.record.clone() };
                 let ins = insert_in(tx, &rec, Some(&l.created_at))?;
+                if !l.remeasured.is_empty() {
+                    merge_remeasured(tx, ins.id, l.record.job_id, job_id, &l.remeasured)?;
+                }
                 if ins.existed {
                     stats.duplicates += 1;
                 } else {
@@ -167,4 +177,39 @@ impl Database {
             Ok(stats)
         })
     }
+}
+
+/// Adds imported re-measurements to record `id`, skipping runs it already
+/// has (same time, status, objective and metrics), and recomputes its confirmed objective.
+/// `from_job` is the record's job in the exporting database, `to_job` the
+/// same job here.
+fn merge_remeasured(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    from_job: Option<i64>,
+    to_job: Option<i64>,
+    runs: &[Remeasurement],
+) -> Result<(), DbError> {
+    let (first, text): (Option<f64>, Option<String>) =
+        tx.query_row("SELECT objective, remeasured FROM records WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut have: Vec<Remeasurement> = text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let before = have.len();
+    for run in runs {
+        if have.iter().any(|h| {
+            h.at == run.at && h.metrics == run.metrics && h.status == run.status && h.objective == run.objective
+        }) {
+            continue;
+        }
+        let job_id = if run.job_id.is_some() && run.job_id == from_job { to_job } else { None };
+        have.push(Remeasurement { job_id, ..run.clone() });
+    }
+    if have.len() > before {
+        have.sort_by(|a, b| a.at.cmp(&b.at));
+        let json = serde_json::to_string(&have).unwrap_or_else(|_| "[]".into());
+        tx.execute(
+            "UPDATE records SET remeasured = ?2, confirmed = ?3 WHERE id = ?1",
+            (id, &json, confirmed(first, &have)),
+        )?;
+    }
+    Ok(())
 }

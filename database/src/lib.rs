@@ -20,6 +20,7 @@ mod jobs;
 mod open;
 mod queries;
 mod records;
+mod remeasure;
 mod schema;
 
 pub use baselines::{Baseline, NewBaseline};
@@ -30,7 +31,8 @@ pub use export::ImportStats;
 pub use jobs::{Job, JobStatus, NewJob};
 pub use open::{default_path, DB_ENV};
 pub use queries::{RecordFilter, Stats, TaskCount};
-pub use records::{Inserted, NewRecord, Record, RecordKey};
+pub use records::{Inserted, NewRecord, Record, RecordKey, Remeasurement};
+pub use remeasure::NewRemeasurement;
 pub use schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 
 use rusqlite::Connection;

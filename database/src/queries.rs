@@ -47,7 +47,9 @@ impl Database {
         Ok(rows)
     }
 
-    /// The `k` best ok records of a workload on a target (lowest objective first).
+    /// The `k` best ok records of a workload on a target (lowest objective
+    /// first: the confirmed objective of re-measured records, see
+    /// [`Record::best_objective`]).
     pub fn best_k(
         &self,
         workload_hash: &str,
@@ -57,7 +59,7 @@ impl Database {
     ) -> Result<Vec<Record>, DbError> {
         let clause = "w.hash = ?1 AND t.hash = ?2 AND r.status = 'ok' AND r.objective IS NOT NULL \
              AND (?3 IS NULL OR r.runner = ?3) AND (?4 IS NULL OR r.vl_set = ?4) AND (?5 IS NULL OR r.objective_kind = ?5) \
-             ORDER BY r.objective ASC, r.id ASC LIMIT ?6";
+             ORDER BY COALESCE(r.confirmed, r.objective) ASC, r.id ASC LIMIT ?6";
         self.records_where(
             clause,
             &[&workload_hash, &target_hash, &filter.runner, &filter.vl_set, &filter.objective_kind, &(k as i64)],
@@ -106,7 +108,7 @@ impl Database {
         }
         let mut tasks: Vec<TaskCount> = Vec::new();
         let mut st = conn.prepare(
-            "SELECT w.hash, t.name, r.status, count(*), r.objective_kind, min(r.objective) FROM records r \
+            "SELECT w.hash, t.name, r.status, count(*), r.objective_kind, min(COALESCE(r.confirmed, r.objective)) FROM records r \
              JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id \
              GROUP BY w.hash, t.hash, r.status, r.objective_kind ORDER BY min(r.id)",
         )?;

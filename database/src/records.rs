@@ -66,6 +66,36 @@ pub struct Record {
     /// Everything inserted.
     #[serde(flatten)]
     pub data: NewRecord,
+    /// Later measurements of the same candidate ([`Database::remeasure`]), oldest first.
+    #[serde(default)]
+    pub remeasured: Vec<Remeasurement>,
+    /// The median objective over the first measurement and every
+    /// re-measurement that has one; `None` if never re-measured.
+    #[serde(default)]
+    pub confirmed: Option<f64>,
+}
+
+impl Record {
+    /// The best estimate of the objective: the confirmed median when the
+    /// record was re-measured, else the first measurement's.
+    pub fn best_objective(&self) -> Option<f64> {
+        self.confirmed.or(self.data.objective)
+    }
+}
+
+/// One later measurement of a record's candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Remeasurement {
+    /// The job that re-measured it.
+    pub job_id: Option<i64>,
+    /// Status name of the run.
+    pub status: String,
+    /// Every metric of every vector length (JSON; opaque to the database).
+    pub metrics: String,
+    /// The objective of this run, if it passed.
+    pub objective: Option<f64>,
+    /// When (UTC, ISO 8601).
+    pub at: String,
 }
 
 impl std::ops::Deref for Record {
@@ -101,7 +131,7 @@ pub struct Inserted {
 
 pub(crate) const RECORD_COLUMNS: &str = "r.id, w.hash, t.hash, t.name, r.created_at, r.job_id, r.workload_id, \
     r.target_id, r.trial_idx, r.space_trace, r.trace, r.trace_hash, r.runner, r.vl_set, r.status, r.message, \
-    r.metrics, r.objective, r.objective_kind, r.build_s, r.run_s, r.vector_kind, r.predicted";
+    r.metrics, r.objective, r.objective_kind, r.build_s, r.run_s, r.vector_kind, r.predicted, r.remeasured, r.confirmed";
 
 pub(crate) const RECORD_FROM: &str =
     "records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id";
@@ -133,6 +163,16 @@ pub(crate) fn record_from_row(r: &Row<'_>) -> rusqlite::Result<Record> {
             vector_kind: r.get(21)?,
             predicted: r.get(22)?,
         },
+        remeasured: {
+            let text: Option<String> = r.get(23)?;
+            match text {
+                None => Vec::new(),
+                Some(t) => serde_json::from_str(&t).map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(23, rusqlite::types::Type::Text, Box::new(e))
+                })?,
+            }
+        },
+        confirmed: r.get(24)?,
     })
 }
 

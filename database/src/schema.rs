@@ -76,6 +76,13 @@ pub const MIGRATIONS: &[&str] = &[
         created_at TEXT NOT NULL,
         UNIQUE (workload_id, target_id, name, runner, vl_set)
     );",
+    // 3: re-measurements of records (a job's top candidates timed again at
+    // its end, so one lucky or unlucky run does not decide the winner):
+    // every one kept as JSON, and the median of all of them with the first.
+    "ALTER TABLE records ADD COLUMN remeasured TEXT;
+    ALTER TABLE records ADD COLUMN confirmed REAL;
+    DROP INDEX records_best;
+    CREATE INDEX records_best ON records (workload_id, target_id, status, objective, confirmed);",
 ];
 
 /// The schema version this build writes.

@@ -1,7 +1,8 @@
 //! The tuning database on real files: records, dedup, queries, jobs, export/import, concurrency, durability and refusals.
 
 use scaletune_database::{
-    hash_text, Database, DbError, JobStatus, NewJob, NewRecord, RecordFilter, RecordKey, SCHEMA_VERSION,
+    hash_text, Database, DbError, JobStatus, NewJob, NewRecord, NewRemeasurement, RecordFilter, RecordKey,
+    SCHEMA_VERSION,
 };
 use std::path::Path;
 
@@ -141,6 +142,19 @@ fn export_then_import_preserves_every_record() {
         .expect("inserts");
     }
     src.insert_record(&record(&src, None, "no job", Some(9.0), "256")).expect("inserts");
+    // t1 and t0 re-measured (t0 once, slower; t1 twice: one failed run).
+    let id_of = |db: &Database, trace: &str| {
+        db.all_records().expect("records").into_iter().find(|r| r.trace == trace).expect("exists").id
+    };
+    let run = |objective: Option<f64>| NewRemeasurement {
+        job_id: Some(j),
+        status: if objective.is_some() { "ok" } else { "timeout" },
+        metrics: "[]",
+        objective,
+    };
+    assert_eq!(src.remeasure(id_of(&src, "t1"), &run(Some(2.5))).expect("remeasures"), Some(2.0));
+    assert_eq!(src.remeasure(id_of(&src, "t1"), &run(None)).expect("remeasures"), Some(2.0));
+    assert_eq!(src.remeasure(id_of(&src, "t0"), &run(Some(4.5))).expect("remeasures"), Some(2.5));
     let mut bytes = Vec::new();
     assert_eq!(src.export_jsonl(&mut bytes).expect("exports"), 6);
     let dst = Database::open(&dir.path().join("b.db")).expect("opens");
@@ -163,6 +177,18 @@ fn export_then_import_preserves_every_record() {
         a.iter().map(|x| (&x.0, x.1, &x.2, &x.3)).collect::<Vec<_>>(),
         b.iter().map(|x| (&x.0, x.1, &x.2, &x.3)).collect::<Vec<_>>()
     );
+    // Re-measurements travel with their record, and merge into one the
+    // destination already had; the run of the record's job keeps its job.
+    let runs = |db: &Database, trace: &str| {
+        let r = db.record(id_of(db, trace)).expect("reads").expect("exists");
+        let jobs: Vec<bool> = r.remeasured.iter().map(|m| m.job_id.is_some()).collect();
+        (r.remeasured.iter().map(|m| (m.status.clone(), m.objective)).collect::<Vec<_>>(), jobs, r.confirmed)
+    };
+    let t1 = runs(&dst, "t1");
+    assert_eq!(t1.0, [("ok".to_string(), Some(2.5)), ("timeout".to_string(), None)]);
+    assert_eq!((t1.1, t1.2), (vec![true, true], Some(2.0)));
+    let t0 = runs(&dst, "t0");
+    assert_eq!((t0.0, t0.1, t0.2), (vec![("ok".to_string(), Some(4.5))], vec![true], Some(2.5)));
     let imported_job = dst.jobs().expect("jobs");
     assert_eq!(imported_job.len(), 1);
     assert_eq!(dst.job_history(imported_job[0].id).expect("history").len(), 4, "t0 was the destination's own");

@@ -1,4 +1,4 @@
-//! Schema migrations from every released version: a database written by schema version 1 opens with the current code with its data intact, and exports of version 1 still import.
+//! Schema migrations from every released version: databases written by schema versions 1 and 2 open with the current code with their data intact, and exports of version 1 still import.
 
 use scaletune_database::{hash_text, Database, NewBaseline, MIGRATIONS, SCHEMA_VERSION};
 use std::path::Path;
@@ -6,11 +6,14 @@ use std::path::Path;
 /// Migration 1 as released. A released migration is never edited: a change
 /// of schema is a new migration.
 const V1_SQL: &str = include_str!("fixtures/schema_v1.sql");
+/// Migration 2 as released.
+const V2_SQL: &str = include_str!("fixtures/schema_v2.sql");
 
 #[test]
-fn the_released_migration_is_unchanged() {
+fn the_released_migrations_are_unchanged() {
     assert_eq!(MIGRATIONS[0], V1_SQL);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(MIGRATIONS[1], V2_SQL);
+    assert_eq!(SCHEMA_VERSION, 3);
 }
 
 /// A database as scaletune with schema version 1 wrote it: a job, a
@@ -50,7 +53,7 @@ fn a_version_1_database_migrates_with_its_data_and_new_columns_null() {
     let db = Database::open(&path).expect("opens and migrates");
     let report = db.check().expect("checks");
     assert!(report.ok(), "{report}");
-    assert_eq!(report.schema_version, 2);
+    assert_eq!(report.schema_version, SCHEMA_VERSION);
     let records = db.all_records().expect("records");
     type Seen<'a> = (i64, &'a str, &'a str, Option<f64>, Option<&'a str>, Option<f64>);
     let seen: Vec<Seen<'_>> = records
@@ -77,8 +80,57 @@ fn a_version_1_database_migrates_with_its_data_and_new_columns_null() {
     drop(db);
     // Opening again runs nothing more.
     let db = Database::open(&path).expect("reopens");
-    assert_eq!(db.check().expect("checks").schema_version, 2);
+    assert_eq!(db.check().expect("checks").schema_version, SCHEMA_VERSION);
     assert_eq!(db.all_records().expect("records").len(), 3);
+}
+
+#[test]
+fn a_version_2_database_migrates_with_its_records_unconfirmed_and_takes_remeasurements() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v2.db");
+    write_v1(&path);
+    {
+        let c = rusqlite::Connection::open(&path).expect("opens");
+        c.execute_batch(V2_SQL).expect("v2 schema");
+        c.pragma_update(None, "user_version", 2).expect("version");
+        c.execute_batch("UPDATE records SET vector_kind = 'AVX2', predicted = 2e-3 WHERE trace = 'split(a)'")
+            .expect("v2 columns");
+    }
+    let db = Database::open(&path).expect("opens and migrates");
+    let report = db.check().expect("checks");
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.schema_version, 3);
+    let records = db.all_records().expect("records");
+    let seen: Vec<_> = records
+        .iter()
+        .map(|r| (r.trace.as_str(), r.objective, r.vector_kind.as_deref(), r.remeasured.len(), r.confirmed))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("", Some(4e-3), None, 0, None),
+            ("split(a)", Some(1e-3), Some("AVX2"), 0, None),
+            ("split(b)", None, None, 0, None)
+        ]
+    );
+    // The new columns work on the migrated file: split(a) measured twice
+    // more, slower, falls behind the unscheduled nest.
+    let (w, t) = (records[0].workload_hash.clone(), records[0].target_hash.clone());
+    let best = |db: &Database| -> Vec<String> {
+        db.best_k(&w, &t, 5, &Default::default()).expect("best").iter().map(|r| r.trace.clone()).collect()
+    };
+    assert_eq!(best(&db), ["split(a)", ""]);
+    for objective in [6e-3, 5e-3] {
+        let run = scaletune_database::NewRemeasurement {
+            job_id: Some(1),
+            status: "ok",
+            metrics: "[]",
+            objective: Some(objective),
+        };
+        db.remeasure(records[1].id, &run).expect("remeasures");
+    }
+    assert_eq!(best(&db), ["", "split(a)"]);
+    assert_eq!(db.record(records[1].id).expect("reads").expect("exists").confirmed, Some(5e-3));
 }
 
 #[test]

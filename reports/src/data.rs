@@ -273,12 +273,16 @@ pub struct Leader {
     pub vs_baselines: Vec<(String, f64)>,
 }
 
-/// The group's best ok record (lowest objective, then lowest id) and its figures.
+/// The group's best ok record (lowest objective, confirmed by
+/// re-measurement where it was, then lowest id) and its figures.
 pub fn leader(g: &Group) -> Option<Leader> {
     let best = g.records.iter().filter(|r| r.status == "ok" && r.objective.is_some()).min_by(|a, b| {
-        a.objective.unwrap_or(f64::INFINITY).total_cmp(&b.objective.unwrap_or(f64::INFINITY)).then(a.id.cmp(&b.id))
+        a.best_objective()
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&b.best_objective().unwrap_or(f64::INFINITY))
+            .then(a.id.cmp(&b.id))
     })?;
-    let o = best.objective?;
+    let o = best.best_objective()?;
     let gflops = g.flops.filter(|_| g.objective_kind == "time_s").map(|f| f / o / 1e9);
     Some(Leader {
         record: best.clone(),

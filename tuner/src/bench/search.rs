@@ -11,6 +11,7 @@ use super::tuned::{job_config, run_job};
 use super::BenchError;
 use crate::commands::measure::{runner_target, RunnerKind};
 use crate::search::StrategyKind;
+use crate::tune::confirm::ConfirmConfig;
 use crate::tune::{setup, JobConfig};
 use scaletune_database::Database;
 use std::fmt::Write;
@@ -82,7 +83,9 @@ pub fn run(
                 std::fs::remove_file(&path).map_err(|e| BenchError::Io(format!("removing {}: {e}", path.display())))?;
             }
             let db = Database::open(&path)?;
-            let cfg = JobConfig { seed, strategy, ..job_config(reference, target, runner, &[], trials) };
+            // Only the trials count here: no re-measuring at the end.
+            let confirm = ConfirmConfig { top: 0, ..ConfirmConfig::default() };
+            let cfg = JobConfig { seed, strategy, confirm, ..job_config(reference, target, runner, &[], trials) };
             let mut s = setup(&cfg, &target_def, &db).map_err(tune_err)?;
             let label = format!("{reference} ({} seed {seed})", strategy.name());
             let (job, _) = run_job(&db, &cfg, &target_def, &mut s, &label, rt)?;

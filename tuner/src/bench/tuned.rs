@@ -3,6 +3,7 @@
 use super::BenchError;
 use crate::commands::measure::{runner_target, runners, RunnerKind};
 use crate::search::StrategyKind;
+use crate::tune::confirm::ConfirmConfig;
 use crate::tune::job::{self, LoopState, Observer};
 use crate::tune::objective::Objective;
 use crate::tune::task::Task;
@@ -76,6 +77,7 @@ pub fn job_config(reference: &str, target: &str, runner: RunnerKind, vls: &[u32]
             ..TimingProtocol::default()
         },
         timeout_s: 60,
+        confirm: ConfirmConfig::default(),
     }
 }
 

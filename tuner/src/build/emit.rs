@@ -88,12 +88,12 @@ fn figures(e: &Entry<'_>) -> String {
         "instructions" => Some(ObjectiveKind::Instructions),
         _ => None,
     };
-    let value = match (kind, r.objective) {
+    let value = match (kind, r.best_objective()) {
         (Some(k), Some(x)) => format_objective(k, x),
         (None, Some(x)) => format!("{x:e} {}", r.objective_kind),
         (_, None) => "-".into(),
     };
-    let gflops = match (kind, r.objective, e.spec.workload.flops()) {
+    let gflops = match (kind, r.best_objective(), e.spec.workload.flops()) {
         (Some(ObjectiveKind::Time), Some(x), Some(f)) if x > 0.0 => format!(", {:.2} GFLOPS", f / x / 1e9),
         _ => String::new(),
     };

@@ -77,7 +77,10 @@ pub fn choose(db: &Database, k: &KernelSpec) -> Result<Chosen, BuildError> {
         recs.iter().max_by_key(|r| r.id).map(|r| (r.runner.clone(), r.vl_set.clone(), r.objective_kind.clone()));
     recs.retain(|r| latest.as_ref().is_some_and(|(a, b, c)| (a, b, c) == (&r.runner, &r.vl_set, &r.objective_kind)));
     recs.sort_by(|a, b| {
-        a.objective.unwrap_or(f64::INFINITY).total_cmp(&b.objective.unwrap_or(f64::INFINITY)).then(a.id.cmp(&b.id))
+        a.best_objective()
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&b.best_objective().unwrap_or(f64::INFINITY))
+            .then(a.id.cmp(&b.id))
     });
     let mut stale = Vec::new();
     for r in recs {
@@ -211,7 +214,7 @@ fn other_definitions(db: &Database, k: &KernelSpec, wh: &str, th: &str) -> Resul
             continue;
         }
         let e = best.entry((r.workload_id, r.target_id)).or_insert_with(|| r.clone());
-        if r.objective.unwrap_or(f64::INFINITY) < e.objective.unwrap_or(f64::INFINITY) {
+        if r.best_objective().unwrap_or(f64::INFINITY) < e.best_objective().unwrap_or(f64::INFINITY) {
             *e = r;
         }
     }

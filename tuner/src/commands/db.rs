@@ -73,17 +73,29 @@ fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow
         recs.iter().max_by_key(|r| r.id).map(|r| (r.runner.clone(), r.vl_set.clone(), r.objective_kind.clone()));
     recs.retain(|r| Some((&r.runner, &r.vl_set, &r.objective_kind)) == latest.as_ref().map(|(a, b, c)| (a, b, c)));
     recs.sort_by(|a, b| {
-        a.objective.unwrap_or(f64::INFINITY).total_cmp(&b.objective.unwrap_or(f64::INFINITY)).then(a.id.cmp(&b.id))
+        a.best_objective()
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&b.best_objective().unwrap_or(f64::INFINITY))
+            .then(a.id.cmp(&b.id))
     });
     recs.truncate(k);
     Ok(recs)
 }
 
+/// The record's objective; for a re-measured record the confirmed median,
+/// with how many runs it is the median of.
 fn objective_text(r: &Record) -> String {
-    let Some(x) = r.objective else { return "-".into() };
-    match r.objective_kind.as_str() {
+    let Some(x) = r.best_objective() else { return "-".into() };
+    let value = match r.objective_kind.as_str() {
         "time_s" => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
         kind => format!("{} {kind} (emulated)", si(x)),
+    };
+    match r.confirmed {
+        Some(_) => {
+            let runs = 1 + r.remeasured.iter().filter(|m| m.objective.is_some()).count();
+            format!("{value} (median of {runs} runs)")
+        }
+        None => value,
     }
 }
 

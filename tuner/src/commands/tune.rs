@@ -3,9 +3,10 @@
 use super::measure::{check_runners_accept, runner_target, runners, RunnerKind};
 use crate::cost_model;
 use crate::search::StrategyKind;
+use crate::tune::confirm::ConfirmConfig;
 use crate::tune::job::{self, LoopState, Observer, StopReason};
 use crate::tune::objective::{parse_vl_weight, Objective, ObjectiveKind};
-use crate::tune::summary::{format_objective, summary};
+use crate::tune::summary::{confirmation, format_objective, summary};
 use crate::tune::task::Task;
 use crate::tune::{setup, suite::Suite, JobConfig};
 use anyhow::{bail, Context};
@@ -79,6 +80,14 @@ pub struct TuneArgs {
     /// `--threads 1` tunes single-threaded code. Part of each record's runner.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
+    /// At the end of a timed job, measure the best N candidates of each task
+    /// again (0: never), so one lucky or unlucky run does not pick the
+    /// winner; every run is kept in its record.
+    #[arg(long, value_name = "N", default_value_t = ConfirmConfig::default().top)]
+    pub confirm: usize,
+    /// Rounds of that re-measurement (each measures every one once, interleaved).
+    #[arg(long, value_name = "R", default_value_t = ConfirmConfig::default().rounds)]
+    pub confirm_rounds: usize,
     /// Continue job JOB (its own arguments; re-measures nothing, same seed stream).
     #[arg(long)]
     pub resume: Option<i64>,
@@ -143,6 +152,7 @@ impl TuneArgs {
                 ..TimingProtocol::default()
             },
             timeout_s: self.timeout,
+            confirm: ConfirmConfig { top: self.confirm, rounds: self.confirm_rounds },
         })
     }
 }
@@ -341,6 +351,7 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
         finished.state.trials,
         finished.reason.text()
     );
+    print!("{}", confirmation(&setup.tasks, cfg.objective.kind, &finished.confirmed));
     print!("{}", summary(&setup.tasks, cfg.objective.kind, tau));
     if finished.reason == StopReason::Interrupted {
         scaletune_measure::cleanup::on_interrupt();

@@ -1,5 +1,6 @@
 //! The tuning loop: pick a task, propose a batch, measure it through the farm, record every result as it arrives, learn, repeat until a limit.
 
+use super::confirm::{ConfirmConfig, Confirmed};
 use super::objective::Objective;
 use super::scheduler;
 use super::store::{self, RecordInput};
@@ -86,6 +87,8 @@ pub struct Loop<'a> {
     pub timeout: Duration,
     /// Notified on Ctrl-C / SIGTERM.
     pub interrupt: Arc<Notify>,
+    /// Re-measuring the best candidates once the trials are done.
+    pub confirm: ConfirmConfig,
 }
 
 impl<'a> Loop<'a> {
@@ -114,6 +117,7 @@ impl<'a> Loop<'a> {
             batch: cfg.batch,
             timeout: Duration::from_secs(cfg.timeout_s),
             interrupt,
+            confirm: cfg.confirm,
         }
     }
 }
@@ -126,6 +130,8 @@ pub struct Finished {
     pub state: LoopState,
     /// The training rows seen (for the model's held-out figure).
     pub rows: Vec<Row>,
+    /// What re-measuring the best candidates found (empty when it did not run).
+    pub confirmed: Vec<Confirmed>,
 }
 
 impl Loop<'_> {
@@ -242,6 +248,15 @@ impl Loop<'_> {
             model = CostModel::train(&rows, self.seed).ok().flatten().or(model);
         };
         self.db.update_job_state(self.job, &serde_json::to_string(&state).unwrap_or_default())?;
-        Ok(Finished { reason, state, rows })
+        let mut reason = reason;
+        let mut confirmed = Vec::new();
+        if reason != StopReason::Interrupted {
+            let c = self.confirm(tasks, self.confirm).await?;
+            if c.interrupted {
+                reason = StopReason::Interrupted;
+            }
+            confirmed = c.tasks;
+        }
+        Ok(Finished { reason, state, rows, confirmed })
     }
 }

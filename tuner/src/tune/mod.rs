@@ -5,6 +5,7 @@
 //!                                                         ▲ scheduler picks a task, strategy proposes, farm measures, model learns
 //! ```
 
+pub mod confirm;
 pub mod job;
 pub mod objective;
 pub mod scheduler;
@@ -60,6 +61,9 @@ pub struct JobConfig {
     pub protocol: TimingProtocol,
     /// Per-run timeout in seconds.
     pub timeout_s: u64,
+    /// Re-measuring the best candidates at the end (timed jobs only).
+    #[serde(default)]
+    pub confirm: confirm::ConfirmConfig,
 }
 
 impl JobConfig {
@@ -119,10 +123,13 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
             }
             task.measured.insert(rec.trace.clone());
             let runs: Vec<VlMeasurement> = serde_json::from_str(&rec.metrics).unwrap_or_default();
-            let objective = if rec.status == "ok" {
-                cfg.objective.value(&Measurement::from_runs(0, String::new(), 0.0, runs))
-            } else {
+            let objective = if rec.status != "ok" {
                 None
+            } else if rec.confirmed.is_some() && rec.objective_kind == cfg.objective.kind.name() {
+                // Re-measured: the median of every run is the better estimate.
+                rec.confirmed
+            } else {
+                cfg.objective.value(&Measurement::from_runs(0, String::new(), 0.0, runs))
             };
             if rec.trace.is_empty() {
                 task.baseline = objective.or(task.baseline);

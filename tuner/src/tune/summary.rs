@@ -73,6 +73,28 @@ pub fn summary(tasks: &[Task], kind: ObjectiveKind, tau: Option<f64>) -> String 
     out
 }
 
+/// One line per task whose best candidates were re-measured at the end
+/// of the job: how many, how many runs passed, and the best before and after.
+pub fn confirmation(tasks: &[Task], kind: ObjectiveKind, confirmed: &[super::confirm::Confirmed]) -> String {
+    let mut out = String::new();
+    for c in confirmed {
+        let Some(t) = tasks.get(c.task) else { continue };
+        let fmt = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format_objective(kind, x));
+        let _ = writeln!(
+            out,
+            "re-measured the best {} of {}: {}/{} runs passed; best {} (first measured {}){}",
+            c.candidates,
+            t.workload.reference(),
+            c.passed,
+            c.runs,
+            fmt(c.best_after),
+            fmt(c.best_before),
+            if c.winner_changed { "; another candidate won" } else { "" }
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
