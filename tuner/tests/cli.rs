@@ -95,7 +95,7 @@ fn tiled_matmul_with_scalar_and_peeled_tails() {
 /// under QEMU on NEON (4 registers of columns) and on fixed-length SVE; the
 /// host assembly is the broadcast-FMA register tile.
 #[test]
-fn micro_kernel_schedule_passes_with_partial_blocks_everywhere() {
+fn micro_kernel_schedules_pass_with_partial_blocks_everywhere() {
     let s = sched("matmul_microkernel");
     let shape = "matmul:M=67,N=131,K=300";
     check_ok(shape, "host", &s, None);
@@ -119,6 +119,19 @@ fn micro_kernel_schedule_passes_with_partial_blocks_everywhere() {
     assert_ok_at(&t, &[128, 256, 512, 2048], "sve-generic");
     let t = check_ok(shape, "rvv", &vla, Some("128,256,1024"));
     assert_ok_at(&t, &[128, 256, 1024], "rvv");
+    // The order with blocks of rows outermost: a partial block of rows (67
+    // of 128) and of the reduction (300 = 2 x 128 + 44).
+    let rows = sched("matmul_microkernel_rowblocks");
+    check_ok(shape, "host", &rows, None);
+    check_ok(shape, "neon", &rows, None);
+    let rows_vla = dir.path().join("matmul_microkernel_rowblocks_vla.trace");
+    let text = std::fs::read_to_string(root().join(&rows)).expect("reads");
+    let text = text
+        .replace("factors=[None, 16]", "factors=[None, 8*vscale]")
+        .replace("factors=[None, 8]", "factors=[None, 4*vscale]");
+    std::fs::write(&rows_vla, text).expect("writes");
+    let t = check_ok(shape, "sve-generic", &rows_vla.display().to_string(), Some("128,512"));
+    assert_ok_at(&t, &[128, 512], "sve-generic");
 }
 
 fn asm(workload: &str, target: &str, schedule: &str) -> String {
