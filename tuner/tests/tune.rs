@@ -149,6 +149,13 @@ fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
     let best = scaletune(&["db", "best", WORKLOAD, "--target", "host", "--db", db.to_str().expect("utf-8")]);
     let first = stdout(&best).lines().next().unwrap_or_default().to_string();
     assert!(first.contains("(median of 3 runs)"), "{}", text(&best));
+    // `show` lists its runs.
+    let record = first.split_whitespace().nth(2).map(|r| r.trim_end_matches(':')).expect("record id").to_string();
+    let show = scaletune(&["show", &record, "--db", db.to_str().expect("utf-8")]);
+    let shown = stdout(&show);
+    let runs: Vec<&str> = shown.lines().filter(|l| l.starts_with("re-measured: status ok; objective ")).collect();
+    assert_eq!(runs.len(), 2, "{shown}");
+    assert!(runs.iter().all(|l| l.contains("; job 1; ")), "{shown}");
     // Without re-measuring, nothing is.
     let other = dir.path().join("plain.db");
     let out = tune(&other, &["--trials", "4", "--strategy", "random", "--confirm", "0"]);

@@ -220,6 +220,15 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
         r.run_s,
         r.created_at
     );
+    for m in &r.remeasured {
+        let value = match (m.objective, r.objective_kind.as_str()) {
+            (Some(x), "time_s") => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
+            (Some(x), kind) => format!("{} {kind}", si(x)),
+            (None, _) => "-".into(),
+        };
+        let job = m.job_id.map_or("-".into(), |j| j.to_string());
+        let _ = writeln!(out, "re-measured: status {}; objective {value}; job {job}; {}", m.status, m.at);
+    }
     let _ =
         writeln!(out, "\n## trace\n{}", if r.trace.is_empty() { "(unscheduled)\n".into() } else { r.trace.clone() });
     let target =
