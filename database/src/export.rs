@@ -2,7 +2,7 @@
 
 use crate::jobs::{job_from_row, Job, JOB_COLUMNS};
 use crate::records::{insert_in, NewRecord, Record, Remeasurement};
-use crate::remeasure::confirmed;
+use crate::remeasure::{load_runs, store_runs};
 use crate::{hash_text, Database, DbError};
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
@@ -166,7 +166,7 @@ impl Database {
                 let rec = NewRecord { job_id, workload_id, target_id, ..l.record.clone() };
                 let ins = insert_in(tx, &rec, Some(&l.created_at))?;
                 if !l.remeasured.is_empty() {
-                    merge_remeasured(tx, ins.id, l.record.job_id, job_id, &l.remeasured)?;
+                    merge_remeasured(tx, self.path(), ins.id, l.record.job_id, job_id, &l.remeasured)?;
                 }
                 if ins.existed {
                     stats.duplicates += 1;
@@ -185,19 +185,19 @@ impl Database {
 /// same job here.
 fn merge_remeasured(
     tx: &rusqlite::Transaction<'_>,
+    file: &std::path::Path,
     id: i64,
     from_job: Option<i64>,
     to_job: Option<i64>,
     runs: &[Remeasurement],
 ) -> Result<(), DbError> {
-    let (first, text): (Option<f64>, Option<String>) =
-        tx.query_row("SELECT objective, remeasured FROM records WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let mut have: Vec<Remeasurement> = text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let Some((first, mut have)) = load_runs(tx, file, id)? else { return Ok(()) };
     let before = have.len();
     for run in runs {
-        if have.iter().any(|h| {
+        let same = |h: &Remeasurement| {
             h.at == run.at && h.metrics == run.metrics && h.status == run.status && h.objective == run.objective
-        }) {
+        };
+        if have.iter().any(same) {
             continue;
         }
         let job_id = if run.job_id.is_some() && run.job_id == from_job { to_job } else { None };
@@ -205,11 +205,7 @@ fn merge_remeasured(
     }
     if have.len() > before {
         have.sort_by(|a, b| a.at.cmp(&b.at));
-        let json = serde_json::to_string(&have).unwrap_or_else(|_| "[]".into());
-        tx.execute(
-            "UPDATE records SET remeasured = ?2, confirmed = ?3 WHERE id = ?1",
-            (id, &json, confirmed(first, &have)),
-        )?;
+        store_runs(tx, id, first, &have)?;
     }
     Ok(())
 }

@@ -33,24 +33,47 @@ pub(crate) fn confirmed(first: Option<f64>, runs: &[Remeasurement]) -> Option<f6
     median(first.into_iter().chain(runs.iter().filter_map(|r| r.objective)).collect())
 }
 
+/// A record's first objective and its re-measurements, read inside `tx`
+/// (`None` if there is no such record). Unreadable runs are an error
+/// naming the record, not an empty list (that would lose them on the next write).
+pub(crate) fn load_runs(
+    tx: &rusqlite::Transaction<'_>,
+    file: &std::path::Path,
+    id: i64,
+) -> Result<Option<(Option<f64>, Vec<Remeasurement>)>, DbError> {
+    let row: Option<(Option<f64>, Option<String>)> = tx
+        .query_row("SELECT objective, remeasured FROM records WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((first, text)) = row else { return Ok(None) };
+    let runs = match text {
+        Some(t) => serde_json::from_str(&t).map_err(|e| DbError::Corrupt {
+            file: file.display().to_string(),
+            reason: format!("record {id} has unreadable re-measurements: {e}"),
+        })?,
+        None => Vec::new(),
+    };
+    Ok(Some((first, runs)))
+}
+
+/// Writes a record's re-measurements and its confirmed objective; returns the latter.
+pub(crate) fn store_runs(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    first: Option<f64>,
+    runs: &[Remeasurement],
+) -> Result<Option<f64>, DbError> {
+    let confirmed = confirmed(first, runs);
+    let json = serde_json::to_string(runs).unwrap_or_else(|_| "[]".into());
+    tx.execute("UPDATE records SET remeasured = ?2, confirmed = ?3 WHERE id = ?1", (id, &json, confirmed))?;
+    Ok(confirmed)
+}
+
 impl Database {
     /// Adds a re-measurement to record `id` and returns its new confirmed
     /// objective, in one transaction (the run is kept even when it failed).
     pub fn remeasure(&self, id: i64, run: &NewRemeasurement<'_>) -> Result<Option<f64>, DbError> {
         self.write(|tx| {
-            let row: Option<(Option<f64>, Option<String>)> = tx
-                .query_row("SELECT objective, remeasured FROM records WHERE id = ?1", [id], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()?;
-            let (first, text) = row.ok_or(DbError::NoRecord(id))?;
-            let mut runs: Vec<Remeasurement> = match text {
-                Some(t) => serde_json::from_str(&t).map_err(|e| DbError::Corrupt {
-                    file: self.path().display().to_string(),
-                    reason: format!("record {id} has unreadable re-measurements: {e}"),
-                })?,
-                None => Vec::new(),
-            };
+            let (first, mut runs) = load_runs(tx, self.path(), id)?.ok_or(DbError::NoRecord(id))?;
             let at: String = tx.query_row(&format!("SELECT {}", crate::jobs::NOW), [], |r| r.get(0))?;
             runs.push(Remeasurement {
                 job_id: run.job_id,
@@ -59,10 +82,7 @@ impl Database {
                 objective: run.objective,
                 at,
             });
-            let confirmed = confirmed(first, &runs);
-            let json = serde_json::to_string(&runs).unwrap_or_else(|_| "[]".into());
-            tx.execute("UPDATE records SET remeasured = ?2, confirmed = ?3 WHERE id = ?1", (id, &json, confirmed))?;
-            Ok(confirmed)
+            store_runs(tx, id, first, &runs)
         })
     }
 }
