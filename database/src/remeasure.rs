@@ -33,6 +33,9 @@ pub(crate) fn confirmed(first: Option<f64>, runs: &[Remeasurement]) -> Option<f6
     median(first.into_iter().chain(runs.iter().filter_map(|r| r.objective)).collect())
 }
 
+/// A record's first objective and its re-measurements.
+pub(crate) type Runs = (Option<f64>, Vec<Remeasurement>);
+
 /// A record's first objective and its re-measurements, read inside `tx`
 /// (`None` if there is no such record). Unreadable runs are an error
 /// naming the record, not an empty list (that would lose them on the next write).
@@ -40,7 +43,7 @@ pub(crate) fn load_runs(
     tx: &rusqlite::Transaction<'_>,
     file: &std::path::Path,
     id: i64,
-) -> Result<Option<(Option<f64>, Vec<Remeasurement>)>, DbError> {
+) -> Result<Option<Runs>, DbError> {
     let row: Option<(Option<f64>, Option<String>)> = tx
         .query_row("SELECT objective, remeasured FROM records WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
