@@ -136,9 +136,9 @@ fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
     let lines: Vec<serde_json::Value> =
         stdout(&o).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     assert_eq!(lines.len(), 8, "re-measuring adds no record");
-    let runs: Vec<usize> = lines.iter().map(|l| l["remeasured"].as_array().map_or(0, Vec::len)).collect();
-    let remeasured: Vec<usize> = runs.iter().copied().filter(|&n| n > 0).collect();
-    assert!(remeasured == [2, 2, 2] || remeasured == [2, 2, 2, 2], "{runs:?}");
+    let counts: Vec<usize> = lines.iter().map(|l| l["remeasured"].as_array().map_or(0, Vec::len)).collect();
+    let remeasured: Vec<usize> = counts.iter().copied().filter(|&n| n > 0).collect();
+    assert!(remeasured == [2, 2, 2] || remeasured == [2, 2, 2, 2], "{counts:?}");
     for l in &lines {
         for run in l["remeasured"].as_array().into_iter().flatten() {
             assert_eq!((run["job_id"].as_i64(), run["status"].as_str()), (Some(1), Some("ok")), "{run}");
@@ -156,6 +156,17 @@ fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
     let runs: Vec<&str> = shown.lines().filter(|l| l.starts_with("re-measured: status ok; objective ")).collect();
     assert_eq!(runs.len(), 2, "{shown}");
     assert!(runs.iter().all(|l| l.contains("; job 1; ")), "{shown}");
+    // Resuming the finished job measures nothing, not even its best again.
+    let again = tune(&db, &["--resume", "1"]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(!stdout(&again).contains("re-measured"), "{}", text(&again));
+    let o = scaletune(&["db", "export", "--db", db.to_str().expect("utf-8")]);
+    let after: Vec<usize> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .map(|l| l["remeasured"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(after, counts);
     // Without re-measuring, nothing is.
     let other = dir.path().join("plain.db");
     let out = tune(&other, &["--trials", "4", "--strategy", "random", "--confirm", "0"]);

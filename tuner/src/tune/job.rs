@@ -49,6 +49,10 @@ pub struct LoopState {
     pub batches: u64,
     /// Trials recorded so far.
     pub trials: usize,
+    /// The trial count at which the best candidates were last re-measured
+    /// to the end (a resumed job with no new trials does not re-measure them again).
+    #[serde(default)]
+    pub confirmed_at: Option<usize>,
 }
 
 /// What the loop reports as it goes (progress bar or plain lines).
@@ -250,10 +254,13 @@ impl Loop<'_> {
         self.db.update_job_state(self.job, &serde_json::to_string(&state).unwrap_or_default())?;
         let mut reason = reason;
         let mut confirmed = Vec::new();
-        if reason != StopReason::Interrupted {
+        if reason != StopReason::Interrupted && state.confirmed_at != Some(state.trials) {
             let c = self.confirm(tasks, self.confirm).await?;
             if c.interrupted {
                 reason = StopReason::Interrupted;
+            } else {
+                state.confirmed_at = Some(state.trials);
+                self.db.update_job_state(self.job, &serde_json::to_string(&state).unwrap_or_default())?;
             }
             confirmed = c.tasks;
         }
