@@ -54,3 +54,35 @@ pub(crate) fn prefix_state(trace: &Trace, i: usize, nest: &Nest) -> PrefixState 
     });
     state
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::DesignSpace;
+    use crate::sample::task_rng;
+    use crate::workload::load;
+    use crate::VectorCaps;
+
+    /// A remembered prefix is what a fresh replay gives, and is only reused
+    /// for the same instructions on the same unscheduled nest.
+    #[test]
+    fn a_remembered_prefix_equals_a_fresh_replay() {
+        let w = load("matmul:M=64,N=96,K=32").expect("loads");
+        let nest = Nest::from_workload(&w, VectorCaps::sve_any());
+        let space = DesignSpace::generate(&nest);
+        let s = space.sample(&mut task_rng(3, 0)).expect("samples");
+        let i = s.trace.insts.len() / 2;
+        let first = prefix_state(&s.trace, i, &nest);
+        let again = prefix_state(&s.trace, i, &nest);
+        assert!(Rc::ptr_eq(&first, &again), "the second call is a hit");
+        let mut fresh = nest.clone();
+        let prefix = Trace { insts: s.trace.insts[..i].to_vec(), names: s.trace.names.clone(), lines: Vec::new() };
+        let env = prefix.apply(&mut fresh).expect("the prefix applies");
+        let (cached_nest, cached_env) = first.as_ref().as_ref().expect("applies");
+        assert_eq!((cached_nest, cached_env), (&fresh, &env));
+        // Another prefix length, or another unscheduled nest: not that entry.
+        assert!(!Rc::ptr_eq(&first, &prefix_state(&s.trace, i - 1, &nest)));
+        let other = Nest::from_workload(&w, VectorCaps::fixed(128));
+        assert!(!Rc::ptr_eq(&first, &prefix_state(&s.trace, i, &other)));
+    }
+}
