@@ -3,8 +3,21 @@
 use super::ctx::{Lowerer, Result};
 use crate::vprog::{BinOp, Elem, Op, Reg};
 use scaletune_space::expr::{linear_in, Expr};
-use scaletune_space::ids::TensorId;
+use scaletune_space::ids::{BlockId, TensorId, VarId};
+use scaletune_space::workload::Access;
 use scaletune_space::DType;
+use std::rc::Rc;
+
+/// Which access of a block: its written element ([`LHS`]) or its `n`-th
+/// read (in the order [`Lowerer::value`] visits them).
+pub(crate) type Slot = u32;
+
+/// The written element of a block.
+pub(crate) const LHS: Slot = u32::MAX;
+
+/// An access of a block under a vector variable (or none): what its shape
+/// depends on while the lowerer's nest stays unchanged.
+pub(crate) type AccessKey = (BlockId, Slot, Option<VarId>);
 
 /// How an access depends on the current vector lane.
 pub(crate) enum Shape {
@@ -127,7 +140,7 @@ impl Lowerer {
         if !flat.uses_var(vc.var) {
             return Shape::Uniform(flat);
         }
-        match linear_in(&flat, vc.var, &self.nest) {
+        match linear_in(&flat, vc.var, &*self.nest) {
             Some(lin) => match lin.const_coeff() {
                 Some(1) => Shape::Contiguous(lin.rest),
                 Some(c) => Shape::Strided(lin.rest, c),
@@ -135,6 +148,20 @@ impl Lowerer {
             },
             None => Shape::Irregular(flat),
         }
+    }
+
+    /// The shape of access `a` (in `slot`) of block `b`, its indices bound
+    /// to the enclosing loops: computed once per vector variable, as it
+    /// depends on nothing else.
+    pub(crate) fn access_shape(&mut self, b: BlockId, slot: Slot, a: &Access) -> Rc<Shape> {
+        let key = (b, slot, self.vec.as_ref().map(|v| v.var));
+        if let Some(s) = self.shapes.get(&key) {
+            return Rc::clone(s);
+        }
+        let bound: Vec<Expr> = a.indices.iter().map(|e| self.nest.bind(b, e)).collect();
+        let s = Rc::new(self.shape(a.tensor, &bound));
+        self.shapes.insert(key, Rc::clone(&s));
+        s
     }
 
     /// Lane indices of a strided or irregular access.
@@ -157,9 +184,14 @@ impl Lowerer {
 
     /// Reads element(s) of tensor `t`; a vector in a vector loop unless uniform.
     pub fn read(&mut self, t: TensorId, bound_indices: &[Expr], mask: Option<Reg>) -> Result<Reg> {
-        let buf = self.bufs[t.index()];
         let s = self.shape(t, bound_indices);
-        Ok(match &s {
+        self.read_shaped(t, &s, mask)
+    }
+
+    /// Reads element(s) of tensor `t` at an access of shape `s`.
+    pub(crate) fn read_shaped(&mut self, t: TensorId, s: &Shape, mask: Option<Reg>) -> Result<Reg> {
+        let buf = self.bufs[t.index()];
+        Ok(match s {
             Shape::Uniform(flat) => {
                 let i = self.index(flat)?;
                 self.b.emit(Op::Load { buf, index: i })
@@ -170,7 +202,7 @@ impl Lowerer {
                 self.b.emit(Op::VLoad { buf, base, lanes, mask })
             }
             _ => {
-                let idx = self.lane_indices(&s, mask)?;
+                let idx = self.lane_indices(s, mask)?;
                 self.b.emit(Op::Gather { buf, indices: idx, mask })
             }
         })

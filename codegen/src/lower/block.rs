@@ -1,6 +1,6 @@
 //! Blocks: predicates, values and the update of the written element.
 
-use super::access::Shape;
+use super::access::{Shape, Slot, LHS};
 use super::ctx::{Lowerer, Result};
 use super::math;
 use crate::vprog::{BinOp, BufId, CmpOp, Elem, Op, ReduceOp, Reg, Stmt, UnOp};
@@ -9,11 +9,13 @@ use scaletune_space::ids::BlockId;
 use scaletune_space::ir::Pred;
 use scaletune_space::workload::{BinOp as VBin, UnFn, UpdateOp, Value};
 use scaletune_space::DType;
+use std::rc::Rc;
 
 impl Lowerer {
     /// Emits one block.
     pub fn block(&mut self, b: BlockId) -> Result<()> {
-        let blk = self.nest.block(b).clone();
+        let nest = Rc::clone(&self.nest);
+        let blk = nest.block(b);
         let vvar = self.vec.as_ref().map(|v| v.var);
         let full = self.vec.as_ref().is_some_and(|v| v.full);
         let (varying, uniform): (Vec<Pred>, Vec<Pred>) =
@@ -61,7 +63,7 @@ impl Lowerer {
         let Some(vc) = self.vec.clone() else { return Ok(None) };
         let mut acc: Option<Reg> = None;
         for p in preds {
-            let lin = if p.rhs.uses_var(vc.var) { None } else { linear_in(&p.lhs, vc.var, &self.nest) };
+            let lin = if p.rhs.uses_var(vc.var) { None } else { linear_in(&p.lhs, vc.var, &*self.nest) };
             let m = match lin.as_ref().and_then(|l| l.const_coeff().map(|c| (c, l.rest.clone()))) {
                 Some((1, rest)) => {
                     let base = self.index(&rest)?;
@@ -83,13 +85,13 @@ impl Lowerer {
     }
 
     fn block_body(&mut self, b: BlockId, varying: &[Pred], full: bool) -> Result<()> {
-        let blk = self.nest.block(b).clone();
+        let nest = Rc::clone(&self.nest);
+        let blk = nest.block(b);
         let mask = if full { None } else { self.lane_mask(varying)? };
         let value = self.value(b, &blk.rhs, mask)?;
         let t = blk.lhs.tensor;
         let dtype = self.dtype(t);
         let value = self.convert(value, dtype);
-        let bound: Vec<Expr> = blk.lhs.indices.iter().map(|e| self.nest.bind(b, e)).collect();
         let buf = self.bufs[t.index()];
         let neutral = blk.op.neutral(dtype);
         // Vector accumulator of a reduction over the vector loop.
@@ -115,8 +117,8 @@ impl Lowerer {
                 return Ok(());
             }
         }
-        let shape = self.shape(t, &bound);
-        match shape {
+        let shape = self.access_shape(b, LHS, &blk.lhs);
+        match &*shape {
             Shape::Uniform(flat) => {
                 let value = if self.vec.is_some() {
                     // A reduction over the lanes, completed in this iteration.
@@ -129,7 +131,7 @@ impl Lowerer {
                 } else {
                     value
                 };
-                let i = self.index(&flat)?;
+                let i = self.index(flat)?;
                 let new = match blk.op {
                     UpdateOp::Assign => value,
                     op => {
@@ -143,7 +145,7 @@ impl Lowerer {
             Shape::Contiguous(base) => {
                 let lanes = self.vec.as_ref().expect("vector context").lanes;
                 let value = self.widen(value);
-                let base = self.index(&base)?;
+                let base = self.index(base)?;
                 let new = match blk.op {
                     UpdateOp::Assign => value,
                     op => {
@@ -156,7 +158,7 @@ impl Lowerer {
             }
             s @ (Shape::Strided(..) | Shape::Irregular(_)) => {
                 let value = self.widen(value);
-                let idx = self.lane_indices(&s, mask)?;
+                let idx = self.lane_indices(s, mask)?;
                 let new = match blk.op {
                     UpdateOp::Assign => value,
                     op => {
@@ -175,7 +177,8 @@ impl Lowerer {
     /// stores the neutral element where every reduction iterator is 0
     /// (for a scalar element written from a vector: if any active lane is).
     fn init_store(&mut self, b: BlockId, buf: BufId, target: Target, mask: Option<Reg>) -> Result<()> {
-        let blk = self.nest.block(b).clone();
+        let nest = Rc::clone(&self.nest);
+        let blk = nest.block(b);
         if !blk.init {
             return Ok(());
         }
@@ -312,20 +315,28 @@ impl Lowerer {
     }
 
     /// Emits a value expression: scalar when it does not depend on the lane.
+    /// `v` must be the value of block `b` in the lowerer's nest.
     pub fn value(&mut self, b: BlockId, v: &Value, mask: Option<Reg>) -> Result<Reg> {
+        self.value_from(b, v, mask, &mut 0)
+    }
+
+    /// [`Lowerer::value`] of a part of a block's value whose first read is
+    /// read number `slot` of the block (advanced past its reads).
+    fn value_from(&mut self, b: BlockId, v: &Value, mask: Option<Reg>, slot: &mut Slot) -> Result<Reg> {
         Ok(match v {
             Value::Const(c, d) => self.b.constant(*c, *d),
             Value::Scalar(i, _) => self.scalars[*i],
             Value::Read(a, _) => {
-                let bound: Vec<Expr> = a.indices.iter().map(|e| self.nest.bind(b, e)).collect();
-                self.read(a.tensor, &bound, mask)?
+                let shape = self.access_shape(b, *slot, a);
+                *slot += 1;
+                self.read_shaped(a.tensor, &shape, mask)?
             }
             Value::Cast(d, x) => {
-                let r = self.value(b, x, mask)?;
+                let r = self.value_from(b, x, mask, slot)?;
                 self.convert(r, *d)
             }
             Value::Un(f, x) => {
-                let r = self.value(b, x, mask)?;
+                let r = self.value_from(b, x, mask, slot)?;
                 match f {
                     UnFn::Neg => self.b.emit(Op::Un(UnOp::Neg, r)),
                     UnFn::Abs => self.b.emit(Op::Un(UnOp::Abs, r)),
@@ -335,8 +346,8 @@ impl Lowerer {
                 }
             }
             Value::Bin(op, x, y) => {
-                let mut rx = self.value(b, x, mask)?;
-                let mut ry = self.value(b, y, mask)?;
+                let mut rx = self.value_from(b, x, mask, slot)?;
+                let mut ry = self.value_from(b, y, mask, slot)?;
                 let (vx, vy) = (self.b.ty(rx).is_vector(), self.b.ty(ry).is_vector());
                 if vx && !vy {
                     ry = self.widen(ry);

@@ -11,6 +11,7 @@ use scaletune_space::kind::VectorKind;
 use scaletune_space::schedule::vector_lanes;
 use scaletune_space::workload::Role;
 use std::collections::HashMap;
+use std::rc::Rc;
 use thiserror::Error;
 
 /// Lowering failed.
@@ -39,7 +40,9 @@ pub(crate) struct VecCtx {
 }
 
 pub(crate) struct Lowerer {
-    pub nest: Nest,
+    /// The nest being lowered, unchanged from here on (shared, so that
+    /// emitting a block borrows it instead of copying the block).
+    pub nest: Rc<Nest>,
     pub b: Builder,
     pub vscale_const: Option<i64>,
     pub bufs: Vec<BufId>,
@@ -55,6 +58,8 @@ pub(crate) struct Lowerer {
     pub unrolled: HashMap<VarId, i64>,
     /// Tensorized loops whose ZA tiles start at zero.
     pub za_zero_start: std::collections::HashSet<LoopId>,
+    /// Shapes of the accesses of blocks, by access and vector variable (see [`super::access::AccessKey`]).
+    pub shapes: HashMap<super::access::AccessKey, Rc<super::access::Shape>>,
 }
 
 pub(crate) type Result<T> = std::result::Result<T, LowerError>;
@@ -103,7 +108,7 @@ pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
     let tiles = TilePlan::build(&nest, &tails, &lane_reduced);
     let mut lw = Lowerer {
         b: Builder::new(kernel),
-        nest,
+        nest: Rc::new(nest),
         vscale_const,
         bufs: Vec::new(),
         scalars: Vec::new(),
@@ -117,9 +122,11 @@ pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
         active_tiles: HashMap::new(),
         unrolled: HashMap::new(),
         za_zero_start,
+        shapes: HashMap::new(),
     };
     lw.setup_buffers()?;
-    for n in lw.nest.root.clone() {
+    let nest = Rc::clone(&lw.nest);
+    for &n in &nest.root {
         lw.node(n)?;
     }
     let prog = lw.b.finish();
@@ -146,7 +153,7 @@ impl Lowerer {
 
     /// The lanes of a vector loop on this target.
     pub fn lanes_of(&self, l: LoopId) -> Result<Lanes> {
-        let ext = simplify(self.nest.extent(l), &self.nest);
+        let ext = simplify(self.nest.extent(l), &*self.nest);
         let (c, scalable) = vector_lanes(&ext).ok_or_else(|| {
             self.unsupported(format!(
                 "vector loop `{}` has extent {}",
@@ -214,9 +221,10 @@ impl Lowerer {
     }
 
     fn setup_buffers(&mut self) -> Result<()> {
-        let tensors = self.nest.tensors.clone();
+        let nest = Rc::clone(&self.nest);
+        let tensors = &nest.tensors;
         let mut ids = Vec::new();
-        for t in &tensors {
+        for t in tensors {
             let param = t.scope == Scope::Global && t.role != Role::Temp;
             let kind = if param { BufKind::Param } else { BufKind::Local { len: self.local_len(&t.shape)? } };
             let len = if param {
@@ -237,7 +245,7 @@ impl Lowerer {
             ids.push(id);
         }
         self.bufs = ids;
-        for s in self.nest.scalars.clone() {
+        for s in &nest.scalars {
             let r = self.b.add_scalar_param(&s.name, s.dtype);
             self.scalars.push(r);
         }

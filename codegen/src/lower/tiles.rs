@@ -228,7 +228,8 @@ impl Lowerer {
     /// The condition and the access of a promoted block's element(s) from
     /// outside the loops it accumulates over.
     fn tile_access(&mut self, b: BlockId) -> Result<(Option<Reg>, TileMem)> {
-        let blk = self.nest.block(b).clone();
+        let nest = std::rc::Rc::clone(&self.nest);
+        let blk = nest.block(b);
         let vvar = self.vec.as_ref().map(|v| v.var);
         let full = self.vec.as_ref().is_some_and(|v| v.full);
         let available = |lw: &Lowerer, e: &Expr| e.vars().iter().all(|x| lw.vars.contains_key(x) || Some(*x) == vvar);
@@ -247,17 +248,16 @@ impl Lowerer {
         let uniform = self.without_holding_guards(b, uniform);
         let cond = if uniform.is_empty() { None } else { Some(self.conjunction(&uniform)?) };
         let mask = if full { None } else { self.lane_mask(&varying)? };
-        let bound: Vec<Expr> = blk.lhs.indices.iter().map(|e| self.nest.bind(b, e)).collect();
         let t = blk.lhs.tensor;
         let buf = self.bufs[t.index()];
-        let shape = self.shape(t, &bound);
-        let mem = match shape {
-            super::access::Shape::Uniform(flat) => TileMem::Scalar(buf, self.index(&flat)?),
+        let shape = self.access_shape(b, super::access::LHS, &blk.lhs);
+        let mem = match &*shape {
+            super::access::Shape::Uniform(flat) => TileMem::Scalar(buf, self.index(flat)?),
             super::access::Shape::Contiguous(base) => {
                 let lanes = self.vec.as_ref().expect("vector context").lanes;
-                TileMem::Vector(buf, self.index(&base)?, lanes, mask)
+                TileMem::Vector(buf, self.index(base)?, lanes, mask)
             }
-            s => TileMem::Lanes(buf, self.lane_indices(&s, mask)?, mask),
+            s => TileMem::Lanes(buf, self.lane_indices(s, mask)?, mask),
         };
         Ok((cond, mem))
     }

@@ -41,7 +41,8 @@ impl Lowerer {
     fn start_acc(&mut self, b: BlockId) -> Result<Option<Reg>> {
         let v = self.accs.vloop[&b];
         let lanes = self.lanes_of(v)?;
-        let blk = self.nest.block(b).clone();
+        let nest = std::rc::Rc::clone(&self.nest);
+        let blk = nest.block(b);
         let dtype = self.dtype(blk.lhs.tensor);
         let Some(n) = blk.op.neutral(dtype) else { return Ok(None) };
         let c = self.b.constant(n, dtype);
@@ -52,7 +53,8 @@ impl Lowerer {
 
     /// Reduces an accumulator and combines it with memory once.
     fn finish_acc(&mut self, b: BlockId, acc: Reg) -> Result<()> {
-        let blk = self.nest.block(b).clone();
+        let nest = std::rc::Rc::clone(&self.nest);
+        let blk = nest.block(b);
         let s = self.b.emit(Op::Reduce(reduce_op(blk.op), acc));
         let bound: Vec<Expr> = blk.lhs.indices.iter().map(|e| self.nest.bind(b, e)).collect();
         let flat = self.nest.flat_index(blk.lhs.tensor, &bound);
@@ -240,7 +242,8 @@ impl Lowerer {
     }
 
     fn plain_loop(&mut self, l: LoopId) -> Result<()> {
-        let lp = self.nest.loop_(l).clone();
+        let nest = std::rc::Rc::clone(&self.nest);
+        let lp = nest.loop_(l);
         match lp.kind {
             LoopKind::Serial | LoopKind::Parallel | LoopKind::Unroll => {
                 let body = lp.body.clone();
@@ -274,7 +277,8 @@ impl Lowerer {
     /// The body of a vector loop as vector code (or a scalar loop for the
     /// tail of `tail="scalar"`).
     fn vector_loop(&mut self, l: LoopId, tail: Tail) -> Result<()> {
-        let lp = self.nest.loop_(l).clone();
+        let nest = std::rc::Rc::clone(&self.nest);
+        let lp = nest.loop_(l);
         let lanes = self.lanes_of(l)?;
         let mode = self.modes.get(&l).copied();
         if mode == Some(VecMode::Tail) && tail == Tail::Scalar {

@@ -33,6 +33,7 @@ use scaletune_space::schedule::{OuterProduct, ZA_LANES_PER_VSCALE};
 use scaletune_space::workload::{Access, UpdateOp};
 use scaletune_space::DType;
 use std::collections::HashSet;
+use std::rc::Rc;
 
 /// Tensorized loops whose ZA tiles start at zero (the reduction lies wholly
 /// inside the micro-kernel, or there is none): their blocks' initialization
@@ -190,11 +191,11 @@ impl Lowerer {
         let mut open = Vec::new();
         for (d, &k) in op.reductions.iter().enumerate() {
             let kv = self.nest.loop_(k).var;
-            let ext = simplify(self.nest.extent(k), &self.nest);
+            let ext = simplify(self.nest.extent(k), &*self.nest);
             let innermost = d + 1 == op.reductions.len();
             let groups = if g == 1 || !innermost { ext.clone() } else { ext.clone().ceildiv(Expr::Int(i64::from(g))) };
             let start = self.b.index(0);
-            let end = self.index(&simplify(&groups, &self.nest))?;
+            let end = self.index(&simplify(&groups, &*self.nest))?;
             let hint = self.za_unroll(&op.reductions[d..], g);
             let var = self.b.begin_loop();
             self.vars.insert(kv, var);
@@ -284,7 +285,7 @@ impl Lowerer {
         let budget = self.unroll_budget(ks[0]).min(scaletune_space::limits::MAX_UNROLLED_COPIES);
         let mut trips = Vec::new();
         for (d, &k) in ks.iter().enumerate() {
-            let Some(n) = simplify(self.nest.extent(k), &self.nest).as_int() else { return LoopHint::None };
+            let Some(n) = simplify(self.nest.extent(k), &*self.nest).as_int() else { return LoopHint::None };
             trips.push(if d + 1 == ks.len() { (n + i64::from(g) - 1) / i64::from(g) } else { n });
         }
         let steps: i64 = trips.iter().product();
@@ -311,12 +312,12 @@ impl Lowerer {
         let (iv, jv) = (self.nest.loop_(op.rows).var, self.nest.loop_(op.cols).var);
         let k = op.reductions[0];
         let kv = self.nest.loop_(k).var;
-        let ext = simplify(self.nest.extent(k), &self.nest);
+        let ext = simplify(self.nest.extent(k), &*self.nest);
         let spare = |r: u32| (op.row_tiles * op.col_tiles + r) as u8;
         let x = op.row_operand.clone();
         let xbuf = self.bufs[x.tensor.index()];
         let start = self.b.index(0);
-        let end = self.index(&simplify(&ext.clone().ceildiv(side.clone()), &self.nest))?;
+        let end = self.index(&simplify(&ext.clone().ceildiv(side.clone()), &*self.nest))?;
         let chunk = self.b.begin_loop();
         self.vars.insert(kv, chunk);
         // The chunk's first step, and the mask of the steps that exist.
@@ -337,7 +338,7 @@ impl Lowerer {
                     e.substitute(&|v| (v == kv).then(|| first.clone()))
                 })
                 .collect();
-            let flat = simplify(&self.nest.flat_index(x.tensor, &bound), &self.nest);
+            let flat = simplify(&self.nest.flat_index(x.tensor, &bound), &*self.nest);
             self.b.begin_body();
             let base = self.index(&flat)?;
             self.b.push(Stmt::ZaLoad { tile: spare(r), row, buf: xbuf, base, mask: Some(kmask) });
@@ -353,7 +354,7 @@ impl Lowerer {
         let side_reg = self.index(&side)?;
         let left = self.b.emit(Op::Bin(crate::vprog::BinOp::Sub, kend, kbase));
         let steps_end = self.b.emit(Op::Bin(crate::vprog::BinOp::Min, left, side_reg));
-        let qv = self.nest.new_var("q", side.clone());
+        let qv = Rc::make_mut(&mut self.nest).new_var("q", side.clone());
         let q0 = self.b.index(0);
         let q = self.b.begin_loop();
         self.vars.insert(qv, q);

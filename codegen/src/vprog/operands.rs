@@ -1,26 +1,45 @@
 //! The registers operations and statements read, for passes that analyse or rewrite them.
 
 use super::types::{Op, Reg, Stmt};
+use smallvec::SmallVec;
+
+/// The registers one operation or statement reads (at most four, kept inline).
+pub type Operands<T> = SmallVec<[T; 4]>;
 
 impl Op {
     /// The registers this operation reads, in operand order.
-    pub fn operands(&self) -> Vec<Reg> {
-        let mut op = self.clone();
-        op.operands_mut().into_iter().map(|r| *r).collect()
+    pub fn operands(&self) -> Operands<Reg> {
+        match self {
+            Op::Const(_) | Op::VScale | Op::Step(_) => Operands::new(),
+            Op::Copy(a) | Op::Un(_, a) | Op::Cast(a, _) | Op::Bitcast(a, _) | Op::Splat(a, _) | Op::Reduce(_, a) => {
+                smallvec::smallvec![*a]
+            }
+            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) | Op::Interleave(a, b) => {
+                smallvec::smallvec![*a, *b]
+            }
+            Op::Fma(a, b, c) | Op::Select(a, b, c) => smallvec::smallvec![*a, *b, *c],
+            Op::ActiveLaneMask { base, bound, .. } => smallvec::smallvec![*base, *bound],
+            Op::ZaReadVertical { slice, .. } => smallvec::smallvec![*slice],
+            Op::Load { index, .. } => smallvec::smallvec![*index],
+            Op::VLoad { base, mask, .. } => std::iter::once(*base).chain(*mask).collect(),
+            Op::Gather { indices, mask, .. } => std::iter::once(*indices).chain(*mask).collect(),
+        }
     }
 
     /// Mutable references to the registers this operation reads.
-    pub fn operands_mut(&mut self) -> Vec<&mut Reg> {
+    pub fn operands_mut(&mut self) -> Operands<&mut Reg> {
         match self {
-            Op::Const(_) | Op::VScale | Op::Step(_) => Vec::new(),
+            Op::Const(_) | Op::VScale | Op::Step(_) => Operands::new(),
             Op::Copy(a) | Op::Un(_, a) | Op::Cast(a, _) | Op::Bitcast(a, _) | Op::Splat(a, _) | Op::Reduce(_, a) => {
-                vec![a]
+                smallvec::smallvec![a]
             }
-            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) | Op::Interleave(a, b) => vec![a, b],
-            Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![a, b, c],
-            Op::ActiveLaneMask { base, bound, .. } => vec![base, bound],
-            Op::ZaReadVertical { slice, .. } => vec![slice],
-            Op::Load { index, .. } => vec![index],
+            Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) | Op::Interleave(a, b) => {
+                smallvec::smallvec![a, b]
+            }
+            Op::Fma(a, b, c) | Op::Select(a, b, c) => smallvec::smallvec![a, b, c],
+            Op::ActiveLaneMask { base, bound, .. } => smallvec::smallvec![base, bound],
+            Op::ZaReadVertical { slice, .. } => smallvec::smallvec![slice],
+            Op::Load { index, .. } => smallvec::smallvec![index],
             Op::VLoad { base, mask, .. } => std::iter::once(base).chain(mask.as_mut()).collect(),
             Op::Gather { indices, mask, .. } => std::iter::once(indices).chain(mask.as_mut()).collect(),
         }
@@ -29,15 +48,15 @@ impl Op {
 
 impl Stmt {
     /// The registers this statement itself reads (not those of nested bodies).
-    pub fn operands(&self) -> Vec<Reg> {
+    pub fn operands(&self) -> Operands<Reg> {
         match self {
             Stmt::Assign { op, .. } => op.operands(),
-            Stmt::Store { index, value, .. } => vec![*index, *value],
+            Stmt::Store { index, value, .. } => smallvec::smallvec![*index, *value],
             Stmt::VStore { base, value, mask, .. } => [*base, *value].into_iter().chain(*mask).collect(),
             Stmt::Scatter { indices, value, mask, .. } => [*indices, *value].into_iter().chain(*mask).collect(),
-            Stmt::Loop { start, end, .. } => vec![*start, *end],
-            Stmt::If { cond, .. } => vec![*cond],
-            Stmt::ZaZero { .. } => Vec::new(),
+            Stmt::Loop { start, end, .. } => smallvec::smallvec![*start, *end],
+            Stmt::If { cond, .. } => smallvec::smallvec![*cond],
+            Stmt::ZaZero { .. } => Operands::new(),
             Stmt::ZaLoad { row, base, mask, .. } | Stmt::ZaStore { row, base, mask, .. } => {
                 [*row, *base].into_iter().chain(*mask).collect()
             }
@@ -46,15 +65,15 @@ impl Stmt {
     }
 
     /// Mutable references to the registers this statement itself reads.
-    pub fn operands_mut(&mut self) -> Vec<&mut Reg> {
+    pub fn operands_mut(&mut self) -> Operands<&mut Reg> {
         match self {
             Stmt::Assign { op, .. } => op.operands_mut(),
-            Stmt::Store { index, value, .. } => vec![index, value],
+            Stmt::Store { index, value, .. } => smallvec::smallvec![index, value],
             Stmt::VStore { base, value, mask, .. } => [base, value].into_iter().chain(mask.as_mut()).collect(),
             Stmt::Scatter { indices, value, mask, .. } => [indices, value].into_iter().chain(mask.as_mut()).collect(),
-            Stmt::Loop { start, end, .. } => vec![start, end],
-            Stmt::If { cond, .. } => vec![cond],
-            Stmt::ZaZero { .. } => Vec::new(),
+            Stmt::Loop { start, end, .. } => smallvec::smallvec![start, end],
+            Stmt::If { cond, .. } => smallvec::smallvec![cond],
+            Stmt::ZaZero { .. } => Operands::new(),
             Stmt::ZaLoad { row, base, mask, .. } | Stmt::ZaStore { row, base, mask, .. } => {
                 [row, base].into_iter().chain(mask.as_mut()).collect()
             }

@@ -20,6 +20,7 @@
 
 use super::types::{BinOp, Const, LoopHint, Op, Program, Reg, Stmt, Ty};
 use rustc_hash::{FxHashMap, FxHasher};
+use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
 
 /// Optimizes `prog` in place.
@@ -228,13 +229,15 @@ fn hoist(
 struct Scopes {
     /// For list `k`, one past the last list nested in it.
     end: Vec<u32>,
-    /// The lists each register is read in.
-    reads: Vec<Vec<u32>>,
+    /// The lowest and highest list each register is read in (`(u32::MAX, 0)`
+    /// if it is never read): the lists nested in `k` are a range, so every
+    /// read lies in one of them when both of these do.
+    reads: Vec<(u32, u32)>,
 }
 
 impl Scopes {
     fn of(n_regs: usize, body: &[Stmt]) -> Scopes {
-        let mut s = Scopes { end: Vec::new(), reads: vec![Vec::new(); n_regs] };
+        let mut s = Scopes { end: Vec::new(), reads: vec![(u32::MAX, 0); n_regs] };
         s.list(body);
         s
     }
@@ -244,7 +247,9 @@ impl Scopes {
         self.end.push(0);
         for st in stmts {
             for r in st.operands() {
-                self.reads[r.0 as usize].push(id as u32);
+                let (lo, hi) = &mut self.reads[r.0 as usize];
+                *lo = (*lo).min(id as u32);
+                *hi = (*hi).max(id as u32);
             }
             match st {
                 Stmt::Loop { body, .. } => self.list(body),
@@ -260,8 +265,8 @@ impl Scopes {
 
     /// True if every read of `r` is in list `k` or a list nested in it.
     fn reads_within(&self, r: Reg, k: u32) -> bool {
-        let end = self.end[k as usize];
-        self.reads[r.0 as usize].iter().all(|l| (k..end).contains(l))
+        let (lo, hi) = self.reads[r.0 as usize];
+        lo == u32::MAX || (lo >= k && hi < self.end[k as usize])
     }
 }
 
@@ -281,7 +286,7 @@ struct Cse<'a> {
     /// Available values, innermost list last.
     table: Vec<Available>,
     /// Positions in `table` by the hash of the type and operation.
-    index: FxHashMap<u64, Vec<usize>>,
+    index: FxHashMap<u64, SmallVec<[usize; 2]>>,
     renames: FxHashMap<Reg, Reg>,
     next_list: u32,
     /// Inside a parallel loop: only values of the same list are reused.
@@ -294,6 +299,7 @@ impl Cse<'_> {
         self.next_list += 1;
         let mark = self.table.len();
         let old = std::mem::take(stmts);
+        stmts.reserve(old.len());
         for mut st in old {
             for r in st.operands_mut() {
                 if let Some(n) = self.renames.get(r) {

@@ -9,6 +9,10 @@ use thiserror::Error;
 pub trait RangeCtx {
     /// The extent of a variable: it ranges over `0..extent`. `None` if unknown.
     fn var_extent(&self, v: VarId) -> Option<Expr>;
+    /// True if [`RangeCtx::var_extent`] of `v` is `extent` (without the copy).
+    fn var_extent_is(&self, v: VarId, extent: Option<&Expr>) -> bool {
+        self.var_extent(v).as_ref() == extent
+    }
     /// The half-open value range of an integer tensor's elements, if declared.
     fn tensor_range(&self, t: TensorId) -> Option<(i64, i64)>;
     /// Every value vscale may take.

@@ -7,6 +7,9 @@ impl RangeCtx for Nest {
     fn var_extent(&self, v: VarId) -> Option<Expr> {
         self.vars.get(v.index()).map(|x| x.extent.clone())
     }
+    fn var_extent_is(&self, v: VarId, extent: Option<&Expr>) -> bool {
+        self.vars.get(v.index()).map(|x| &x.extent) == extent
+    }
     fn tensor_range(&self, t: TensorId) -> Option<(i64, i64)> {
         self.tensors.get(t.index()).and_then(|t| t.range)
     }
@@ -89,27 +92,32 @@ impl Nest {
     pub fn replace_var(&mut self, v: VarId, with: &Expr) {
         let f = |x: VarId| (x == v).then(|| with.clone());
         let mentions = |e: &Expr| e.uses_var(v);
+        // Only expressions that mention `v` change (rebuilding the others
+        // would only copy them).
+        let sub = |e: &mut Expr| {
+            if mentions(e) {
+                *e = e.substitute(&f);
+            }
+        };
         for b in self.all_blocks() {
             let blk = &self.blocks[b.index()];
             let touches = blk.bindings.iter().any(mentions)
                 || blk.predicates.iter().any(|p| mentions(&p.lhs) || mentions(&p.rhs))
                 || blk.lhs.indices.iter().any(mentions)
-                || blk.rhs.reads().iter().any(|a| a.indices.iter().any(mentions));
+                || blk.rhs.any_index(&mentions);
             if !touches {
                 continue;
             }
             let blk = &mut self.blocks[b.index()];
-            for e in blk.bindings.iter_mut() {
-                *e = e.substitute(&f);
-            }
+            blk.bindings.iter_mut().for_each(sub);
             for p in blk.predicates.iter_mut() {
-                p.lhs = p.lhs.substitute(&f);
-                p.rhs = p.rhs.substitute(&f);
+                sub(&mut p.lhs);
+                sub(&mut p.rhs);
             }
-            for e in blk.lhs.indices.iter_mut() {
-                *e = e.substitute(&f);
+            blk.lhs.indices.iter_mut().for_each(sub);
+            if blk.rhs.any_index(&mentions) {
+                blk.rhs = blk.rhs.map_indices(&|e| e.substitute(&f));
             }
-            blk.rhs = blk.rhs.map_indices(&|e| e.substitute(&f));
             self.simplify_block(b);
         }
     }
@@ -117,7 +125,7 @@ impl Nest {
     /// Simplifies bindings, predicates and indices of a block, dropping
     /// predicates that hold for every vscale and duplicates.
     pub fn simplify_block(&mut self, b: BlockId) {
-        let blk = self.block(b).clone();
+        let blk = self.block(b);
         let bindings: Vec<Expr> = blk.bindings.iter().map(|e| simplify(e, self)).collect();
         let mut preds: Vec<Pred> = Vec::new();
         for p in &blk.predicates {

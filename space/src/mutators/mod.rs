@@ -5,12 +5,15 @@
 //! only if it applies (legality is checked, never assumed).
 
 mod categorical;
+mod prefix;
 mod structure;
 mod tile;
 
 pub use categorical::{MutateCategorical, MutateUnroll};
 pub use structure::{mutate_structure, neighbours, option_distance};
 pub use tile::{MutateParallel, MutateTileSize};
+
+use prefix::{prefix_state, PrefixState};
 
 use crate::design::{DesignSpace, Sample};
 use crate::ir::Nest;
@@ -39,7 +42,7 @@ pub trait Mutator {
         if cands.is_empty() {
             return None;
         }
-        let mut states: Vec<(usize, Option<(Nest, Bindings)>)> = Vec::new();
+        let mut states: Vec<(usize, PrefixState)> = Vec::new();
         for _ in 0..8 {
             let i = cands[rng.gen_range(0..cands.len())];
             let k = match states.iter().position(|(j, _)| *j == i) {
@@ -49,7 +52,7 @@ pub trait Mutator {
                     states.len() - 1
                 }
             };
-            let Some(before) = &states[k].1 else { continue };
+            let Some(before) = states[k].1.as_ref() else { continue };
             let Some(inst) = self.redecide(trace, i, before, rng) else { continue };
             let mut t = trace.clone();
             t.insts[i] = inst;
@@ -119,14 +122,6 @@ pub fn mutate_sample(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> O
         }
     }
     None
-}
-
-/// The nest and bindings just before instruction `i` (decisions replayed).
-pub(crate) fn prefix_state(trace: &Trace, i: usize, nest: &Nest) -> Option<(Nest, Bindings)> {
-    let prefix = Trace { insts: trace.insts[..i].to_vec(), names: trace.names.clone(), lines: Vec::new() };
-    let mut n = nest.clone();
-    let env = prefix.apply(&mut n).ok()?;
-    Some((n, env))
 }
 
 #[cfg(test)]

@@ -251,6 +251,17 @@ impl Value {
         }
     }
 
+    /// True if `pred` holds for an index expression of a read (the
+    /// expressions [`Value::map_indices`] visits).
+    pub fn any_index(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
+        match self {
+            Value::Read(a, _) => a.indices.iter().any(pred),
+            Value::Bin(_, a, b) => a.any_index(pred) || b.any_index(pred),
+            Value::Un(_, a) | Value::Cast(_, a) => a.any_index(pred),
+            Value::Const(..) | Value::Scalar(..) => false,
+        }
+    }
+
     /// Applies `f` to every index expression (of reads, including indirect ones).
     pub fn map_indices(&self, f: &dyn Fn(&Expr) -> Expr) -> Value {
         match self {
