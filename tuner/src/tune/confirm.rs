@@ -96,8 +96,9 @@ impl Loop<'_> {
                     match (c, task.elites.iter().position(|s| s.record == *record)) {
                         (Some(c), Some(i)) => task.elites[i].objective = *c,
                         // Every run failed here (a flaky candidate): it
-                        // cannot stay a winner.
-                        (None, Some(i)) => {
+                        // cannot stay a winner. (Not if an interrupt came
+                        // before its runs did.)
+                        (None, Some(i)) if !r.interrupted => {
                             task.elites.remove(i);
                         }
                         _ => {}
