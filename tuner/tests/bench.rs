@@ -70,6 +70,7 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
             .expect("bench.json is JSON");
     expect![[r#"
         host: <model> (<vector_isa>), one thread; FMA peak # GFLOPS (# f# lanes x # chains)
+        # probes, slowest # GFLOPS; `of peak` divides each timing round by the probe run right after it
         shape kernel code check time (us) GFLOPS vs OpenBLAS vs clang of peak
         matmul:M=#,N=#,K=# tuned - ok # # #x #x #%
         default - ok # # #x #x #%
@@ -115,6 +116,13 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
     let clang = |r: &&serde_json::Value| r["kernel"] == "clang-naive";
     assert!(host.iter().filter(clang).all(|r| r["vs_clang"].as_f64() == Some(1.0)));
     assert!(json["peak_gflops"].as_f64().is_some_and(|p| p > 1.0));
+    // The probe ran at the start, after the one timing round of each of the three host shapes, and at the end.
+    assert_eq!(json["peak_runs"].as_array().map(Vec::len), Some(5));
+    for r in host {
+        let share = r["gflops"].as_f64().unwrap_or(0.0) / json["peak_gflops"].as_f64().unwrap_or(1.0);
+        let paired = r["of_peak"].as_f64().expect("of_peak");
+        assert!(paired >= share * 0.999, "paired with the round's own probe, never below the best probe's share: {r}");
+    }
 
     // A second run finds the trial budget in the database and tunes nothing.
     let again = scaletune(&["bench", "--quick", "--out", &out_dir]);
@@ -163,7 +171,13 @@ fn search_efficiency_runs_both_strategies_from_cold_starts() {
     assert_eq!(rows.len(), 2, "{masked:#?}");
     assert!(rows[0].starts_with("random # # # GFLOPS"), "{masked:#?}");
     assert!(rows[1].starts_with("evolutionary # # # GFLOPS"), "{masked:#?}");
-    assert!(masked[0].starts_with("search efficiency of matmul:M=#,N=#,K=#: best of all runs # GFLOPS; goal # GFLOPS"));
+    // Every run's incumbents were timed again, together, and nothing failed.
+    assert_eq!(
+        masked[0],
+        "curves: each trial's incumbent, its # distinct candidates re-measured together in # interleaved rounds",
+        "{masked:#?}"
+    );
+    assert!(masked[1].starts_with("search efficiency of matmul:M=#,N=#,K=#: best of all runs # GFLOPS; goal # GFLOPS"));
     assert!(masked.last().is_some_and(|l| l.starts_with("random needs #x the trials of evolutionary")), "{masked:#?}");
     for s in ["random-1.db", "evolutionary-1.db"] {
         assert!(dir.path().join("search").join(s).exists(), "{s}");

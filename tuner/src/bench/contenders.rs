@@ -149,17 +149,37 @@ pub fn count_emulated(contenders: &[Contender], vls: &[u32], runner: &QemuRunner
 
 /// The median of the rounds' median times, over the rounds that passed (`None` if none did).
 pub fn median_time(rounds: &[VlMeasurement]) -> Option<f64> {
-    let mut times: Vec<f64> = rounds
-        .iter()
-        .filter(|m| m.status == Status::Ok)
-        .filter_map(|m| m.timing.as_ref().map(|t| t.median_s))
-        .collect();
-    if times.is_empty() {
+    median(rounds.iter().filter_map(round_time).collect())
+}
+
+/// The fraction of the FMA peak reached, paired by round: in each round that
+/// passed, this round's GFLOPS over the peak probed in the same round
+/// (`peaks[r]`, GFLOPS), and the median of those fractions. Pairing keeps a
+/// machine that runs slower in one round than in another (frequency, a
+/// neighbour on the host) from showing up as a kernel's loss.
+pub fn median_of_peak(rounds: &[VlMeasurement], peaks: &[f64], flops: f64) -> Option<f64> {
+    median(
+        rounds
+            .iter()
+            .zip(peaks)
+            .filter_map(|(m, &peak)| round_time(m).map(|t| flops / t / 1e9 / peak))
+            .filter(|f| f.is_finite())
+            .collect(),
+    )
+}
+
+/// A round's median seconds per call, if it passed.
+fn round_time(m: &VlMeasurement) -> Option<f64> {
+    (m.status == Status::Ok).then(|| m.timing.as_ref().map(|t| t.median_s)).flatten()
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
         return None;
     }
-    times.sort_by(f64::total_cmp);
-    let n = times.len();
-    Some(if n % 2 == 1 { times[n / 2] } else { (times[n / 2 - 1] + times[n / 2]) / 2.0 })
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 #[cfg(test)]
@@ -179,6 +199,16 @@ mod tests {
         let rounds = [timed(Status::Ok, 3.0), timed(Status::WrongResult, 0.1), timed(Status::Ok, 1.0)];
         assert_eq!(median_time(&rounds), Some(2.0));
         assert_eq!(median_time(&rounds[1..2]), None);
+    }
+
+    #[test]
+    fn the_fraction_of_peak_pairs_each_round_with_its_own_probe() {
+        // 2 GFLOP per call: 1 s at a 4 GFLOPS peak is half of it, 0.5 s at an 8 GFLOPS peak too.
+        let rounds = [timed(Status::Ok, 1.0), timed(Status::WrongResult, 0.01), timed(Status::Ok, 0.5)];
+        assert_eq!(median_of_peak(&rounds, &[4.0, 8.0, 8.0], 2e9), Some(0.5));
+        // Against the best probe alone the first round would read 25 %.
+        assert_eq!(median_of_peak(&rounds[..1], &[8.0], 2e9), Some(0.25));
+        assert_eq!(median_of_peak(&rounds[1..2], &[8.0], 2e9), None);
         assert_eq!(median_time(&[timed(Status::Ok, 1.0), timed(Status::Ok, 5.0), timed(Status::Ok, 2.0)]), Some(2.0));
     }
 }

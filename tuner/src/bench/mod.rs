@@ -3,7 +3,8 @@
 //! ```text
 //! FMA-peak probe (c/fma_peak.c) ─┐
 //! per host shape:   tune into the bench DB (tuned::tune) ─▶ tuned best, default schedule,
-//!                   clang -O3 -march=native naive loop, OpenBLAS (matmul) ─▶ one native runner, interleaved rounds
+//!                   clang -O3 -march=native naive loop, OpenBLAS (matmul) ─▶ one native runner, interleaved rounds,
+//!                   each round followed by the FMA probe (a kernel's share of the peak is paired by round)
 //! per QEMU shape:   tune on neoverse-v1 at VL 128/256/512 ─▶ tuned best, default, clang -O3 -mcpu naive ─▶ QEMU runner
 //! FMA-peak probe again ─┘          ─▶ tables (stdout) + bench.json
 //! ```
@@ -169,7 +170,11 @@ impl BenchOptions {
     }
 }
 
-/// Runs the bench: the FMA probe, every host shape, every emulated shape, the probe again.
+/// Repeats of one FMA-probe run (the fastest counts).
+const PEAK_REPEATS: u32 = 5;
+
+/// Runs the bench: the FMA probe, every host shape (each timing round
+/// followed by the probe), every emulated shape, the probe again.
 pub fn run(opts: &BenchOptions, rt: &Handle) -> Result<BenchReport, BenchError> {
     if let Some(dir) = opts.db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| BenchError::Io(format!("creating {}: {e}", dir.display())))?;
@@ -178,24 +183,23 @@ pub fn run(opts: &BenchOptions, rt: &Handle) -> Result<BenchReport, BenchError> 
     std::env::set_var("OPENBLAS_NUM_THREADS", "1");
     let db = Database::open(&opts.db)?;
     let probe = peak::Probe::build()?;
-    let mut peak_runs = vec![probe.run(opts.peak_iterations, 5)?];
+    let mut peak_runs = vec![probe.run(opts.peak_iterations, PEAK_REPEATS)?];
     let cache = ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?;
     let builder = LlvmBuilder::new().with_cache(cache);
     let mut host = Vec::new();
     for shape in &opts.host_shapes {
         eprintln!("bench: {shape} on host");
-        host.extend(host_shape(&db, &builder, shape, opts, rt)?);
+        let (rows, probes) = host_shape(&db, &builder, &probe, shape, opts, rt)?;
+        host.extend(rows);
+        peak_runs.extend(probes);
     }
     let mut emulated = Vec::new();
     for shape in &opts.qemu_shapes {
         eprintln!("bench: {shape} on {QEMU_TARGET} under QEMU");
         emulated.extend(qemu_shape(&db, &builder, shape, opts, rt)?);
     }
-    peak_runs.push(probe.run(opts.peak_iterations, 5)?);
+    peak_runs.push(probe.run(opts.peak_iterations, PEAK_REPEATS)?);
     let peak_gflops = peak_runs.iter().map(|p| p.gflops).fold(0.0, f64::max);
-    for r in &mut host {
-        r.of_peak = r.gflops.map(|g| g / peak_gflops);
-    }
     Ok(BenchReport {
         cpu: peak::cpu_info(),
         peak_runs,
@@ -238,19 +242,31 @@ fn contenders(
     Ok(out)
 }
 
+/// One host shape: tune it, then time every contender in interleaved rounds,
+/// each round ending with the FMA probe. Returns the rows and the round's probes.
 fn host_shape(
     db: &Database,
     builder: &LlvmBuilder,
+    probe: &peak::Probe,
     shape: &str,
     opts: &BenchOptions,
     rt: &Handle,
-) -> Result<Vec<HostRow>, BenchError> {
+) -> Result<(Vec<HostRow>, Vec<peak::Peak>), BenchError> {
     let workload = Arc::new(load_workload(shape).map_err(|e| BenchError::Unsupported(e.to_string()))?);
     let (tuned, target) = tuned::tune(db, shape, "host", RunnerKind::Native, &[], opts.trials, rt)?;
     let target = Arc::new(target);
     let vl = target.default_vl_bits.first().copied().unwrap_or(128);
     let cs = contenders(builder, &workload, &target, tuned.best, &[vl], opts.timeout)?;
-    let rounds = contenders::time_interleaved(&cs, vl, &opts.protocol, opts.rounds);
+    let mut rounds: Vec<Vec<_>> = cs.iter().map(|_| Vec::new()).collect();
+    let mut probes = Vec::new();
+    for _ in 0..opts.rounds.max(1) {
+        let round = contenders::time_interleaved(&cs, vl, &opts.protocol, 1);
+        for (all, mut one) in rounds.iter_mut().zip(round) {
+            all.append(&mut one);
+        }
+        probes.push(probe.run(opts.peak_iterations, PEAK_REPEATS)?);
+    }
+    let round_peaks: Vec<f64> = probes.iter().map(|p| p.gflops).collect();
     let times: Vec<Option<f64>> = rounds.iter().map(|r| contenders::median_time(r)).collect();
     let time_of = |k: Kernel| cs.iter().position(|c| c.kernel == k).and_then(|i| times[i]);
     let openblas = time_of(Kernel::Baseline(BaselineKind::OpenBlas));
@@ -265,7 +281,7 @@ fn host_shape(
         .map(|((c, &objective), metrics)| record::Figure { kernel: c.kernel, objective, metrics })
         .collect();
     record::record(db, &workload, &target, &runner, &[vl], ObjectiveKind::Time.name(), &figures)?;
-    Ok(cs
+    let rows = cs
         .iter()
         .zip(rounds.iter().zip(&times))
         .map(|(c, (ms, &time_s))| {
@@ -280,10 +296,11 @@ fn host_shape(
                 gflops: time_s.zip(flops).map(|(t, f)| f / t / 1e9),
                 vs_openblas: time_s.zip(openblas).map(|(t, o)| o / t),
                 vs_clang: time_s.zip(clang).map(|(t, n)| n / t),
-                of_peak: None,
+                of_peak: flops.and_then(|f| contenders::median_of_peak(ms, &round_peaks, f)),
             }
         })
-        .collect())
+        .collect();
+    Ok((rows, probes))
 }
 
 fn qemu_shape(

@@ -25,7 +25,8 @@ pub struct HostRow {
     pub vs_openblas: Option<f64>,
     /// clang naive time / this time.
     pub vs_clang: Option<f64>,
-    /// GFLOPS / the measured FMA peak.
+    /// The share of the FMA peak: per timing round, this round's GFLOPS over
+    /// the peak probed right after it; the median over the rounds that passed.
     pub of_peak: Option<f64>,
 }
 
@@ -59,9 +60,10 @@ pub struct EmulatedRow {
 pub struct BenchReport {
     /// The host CPU.
     pub cpu: CpuInfo,
-    /// The FMA peak: every probe run of this bench run, the best one counts.
+    /// Every probe run of this bench run: at the start, after each host
+    /// timing round, at the end.
     pub peak_runs: Vec<Peak>,
-    /// The best of `peak_runs` in GFLOPS.
+    /// The best of `peak_runs` in GFLOPS (the peak printed).
     pub peak_gflops: f64,
     /// Trial budget per shape.
     pub trials: usize,
@@ -82,10 +84,17 @@ pub fn host_table(report: &BenchReport) -> String {
     let mut out = String::new();
     let best = report.peak_runs.iter().max_by(|a, b| a.gflops.total_cmp(&b.gflops));
     let (lanes, chains) = best.map_or((0, 0), |p| (p.lanes, p.chains));
+    let slowest = report.peak_runs.iter().map(|p| p.gflops).fold(f64::INFINITY, f64::min);
     let _ = writeln!(
         out,
         "host: {} ({}), one thread; FMA peak {:.1} GFLOPS ({lanes} f32 lanes x {chains} chains)",
         report.cpu.model, report.cpu.vector_isa, report.peak_gflops
+    );
+    let _ = writeln!(
+        out,
+        "{} probes, slowest {:.1} GFLOPS; `of peak` divides each timing round by the probe run right after it",
+        report.peak_runs.len(),
+        if slowest.is_finite() { slowest } else { 0.0 }
     );
     let _ = writeln!(
         out,

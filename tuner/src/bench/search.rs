@@ -1,21 +1,33 @@
 //! Search efficiency: how many trials each strategy needs to come within 5% of the best schedule any run found.
 //!
 //! Every run is a cold start: a fresh database per (strategy, seed), so no
-//! run profits from another's records. A run's curve is the best objective
-//! after each trial (its job history in trial order); the goal is 95% of the
-//! best performance any run reached, i.e. an objective at most
+//! run profits from another's records. After each trial a run has an
+//! incumbent, the candidate with the best first measurement so far (what
+//! the job would answer if stopped there). A single timing is noisy (on a
+//! shared machine a kernel can measure 10 % apart from one minute to the
+//! next), so once every run is done all incumbents of all runs are timed
+//! again together, in interleaved rounds ([`remeasure`]), and a run's curve
+//! is its incumbent's re-measured time after each trial. The goal is 95% of
+//! the best performance on any curve, i.e. an objective at most
 //! `best / 0.95`, and a run's figure is the first trial at which its curve
 //! gets there (none if it never does).
 
+use super::contenders::{self, build_trace, Kernel};
 use super::tuned::{job_config, run_job};
 use super::BenchError;
 use crate::commands::measure::{runner_target, RunnerKind};
+use crate::pipeline::load_workload_to_run;
 use crate::search::StrategyKind;
 use crate::tune::confirm::ConfirmConfig;
 use crate::tune::{setup, JobConfig};
 use scaletune_database::Database;
+use scaletune_measure::{ArtifactCache, LlvmBuilder};
+use scaletune_space::trace::parse_trace;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::runtime::Handle;
 
 /// The fraction of the best performance a run must reach.
@@ -28,14 +40,18 @@ pub struct Run {
     pub strategy: StrategyKind,
     /// The job seed.
     pub seed: u64,
-    /// Best objective (lower is better) after each trial; `None` until a candidate passed.
+    /// The objective (lower is better) of the run's incumbent after each
+    /// trial, re-measured when [`remeasure`] ran; `None` until a candidate
+    /// passed.
     pub best_so_far: Vec<Option<f64>>,
+    /// The incumbent's trace text after each trial (`None` until a candidate passed).
+    pub incumbents: Vec<Option<String>>,
 }
 
 impl Run {
-    /// The best objective the run found.
+    /// The best objective on the run's curve.
     pub fn best(&self) -> Option<f64> {
-        self.best_so_far.last().copied().flatten()
+        self.best_so_far.iter().flatten().copied().fold(None, |b, o| Some(b.map_or(o, |b: f64| b.min(o))))
     }
 
     /// The first trial (1-based) whose best objective is at most `goal`.
@@ -46,12 +62,21 @@ impl Run {
 
 /// The best-so-far curve of a sequence of trial objectives (`None`: failed).
 pub fn curve(objectives: impl IntoIterator<Item = Option<f64>>) -> Vec<Option<f64>> {
-    let mut best: Option<f64> = None;
+    incumbents(objectives).into_iter().map(|i| i.map(|(_, o)| o)).collect()
+}
+
+/// After each trial, the index and objective of the best trial so far
+/// (the first of equals; `None` until one passed).
+pub fn incumbents(objectives: impl IntoIterator<Item = Option<f64>>) -> Vec<Option<(usize, f64)>> {
+    let mut best: Option<(usize, f64)> = None;
     objectives
         .into_iter()
-        .map(|o| {
+        .enumerate()
+        .map(|(i, o)| {
             if let Some(o) = o.filter(|o| o.is_finite()) {
-                best = Some(best.map_or(o, |b| b.min(o)));
+                if best.is_none_or(|(_, b)| o < b) {
+                    best = Some((i, o));
+                }
             }
             best
         })
@@ -89,19 +114,94 @@ pub fn run(
             let mut s = setup(&cfg, &target_def, &db).map_err(tune_err)?;
             let label = format!("{reference} ({} seed {seed})", strategy.name());
             let (job, _) = run_job(&db, &cfg, &target_def, &mut s, &label, rt)?;
-            let history = db.job_history(job)?;
-            let objectives = history.iter().filter(|r| r.trial_idx >= 0).map(|r| r.objective);
-            runs.push(Run { strategy, seed, best_so_far: curve(objectives) });
+            let history: Vec<_> = db.job_history(job)?.into_iter().filter(|r| r.trial_idx >= 0).collect();
+            let inc = incumbents(history.iter().map(|r| r.objective));
+            runs.push(Run {
+                strategy,
+                seed,
+                best_so_far: inc.iter().map(|i| i.map(|(_, o)| o)).collect(),
+                incumbents: inc.iter().map(|i| i.map(|(k, _)| history[k].trace.clone())).collect(),
+            });
         }
     }
     Ok(runs)
 }
 
+/// What [`remeasure`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remeasured {
+    /// Distinct incumbents timed.
+    pub candidates: usize,
+    /// Interleaved rounds.
+    pub rounds: u32,
+    /// Incumbents whose every re-run failed (their curves keep the first measurement).
+    pub failed: usize,
+}
+
+/// Times every distinct incumbent of `runs` again, all together in
+/// `rounds` interleaved rounds with the runs' own timing protocol, and
+/// replaces each curve point by its incumbent's median over the rounds.
+pub fn remeasure(reference: &str, target: &str, runs: &mut [Run], rounds: u32) -> Result<Remeasured, BenchError> {
+    let err = |e: anyhow::Error| BenchError::Tune {
+        workload: reference.to_string(),
+        message: crate::commands::error_text(&e),
+    };
+    let workload = Arc::new(load_workload_to_run(reference).map_err(|e| BenchError::Unsupported(e.to_string()))?);
+    let (target_def, runner, _) = runner_target(target, Some(RunnerKind::Native), &[]).map_err(err)?;
+    let target_def = Arc::new(target_def);
+    let cfg = job_config(reference, target, runner, &[], 1);
+    let vl = target_def.default_vl_bits.first().copied().unwrap_or(128);
+    let builder = LlvmBuilder::new()
+        .with_cache(ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?);
+    // Distinct incumbents in a fixed order (trace text), so a rerun times them in the same order.
+    let mut distinct: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    for r in runs.iter() {
+        for t in r.incumbents.iter().flatten() {
+            distinct.insert(t.clone(), None);
+        }
+    }
+    let timeout = Duration::from_secs(cfg.timeout_s);
+    let mut cs = Vec::new();
+    for text in distinct.keys() {
+        let trace = parse_trace(text)
+            .map_err(|e| BenchError::Unsupported(format!("an incumbent's trace does not parse: {e}")))?;
+        cs.push(build_trace(&builder, Kernel::Tuned, &workload, &target_def, trace, &[vl], timeout));
+    }
+    let times = contenders::time_interleaved(&cs, vl, &cfg.protocol, rounds);
+    let mut failed = 0;
+    for ((_, slot), ms) in distinct.iter_mut().zip(&times) {
+        *slot = contenders::median_time(ms);
+        failed += usize::from(slot.is_none());
+    }
+    for r in runs.iter_mut() {
+        for (point, inc) in r.best_so_far.iter_mut().zip(&r.incumbents) {
+            if let Some(t) = inc.as_ref().and_then(|t| distinct.get(t).copied().flatten()) {
+                *point = Some(t);
+            }
+        }
+    }
+    Ok(Remeasured { candidates: distinct.len(), rounds, failed })
+}
+
 /// The table of a set of runs: per run its best and trials to [`GOAL`] of
 /// the overall best, then per strategy the median, and the ratio of
 /// random's median to evolutionary's.
-pub fn table(reference: &str, runs: &[Run], flops: Option<f64>) -> String {
+pub fn table(reference: &str, runs: &[Run], flops: Option<f64>, remeasured: Option<&Remeasured>) -> String {
     let mut out = String::new();
+    match remeasured {
+        Some(r) => {
+            let _ = writeln!(
+                out,
+                "curves: each trial's incumbent, its {} distinct candidates re-measured together in {} interleaved rounds{}",
+                r.candidates,
+                r.rounds,
+                if r.failed > 0 { format!(" ({} failed every re-run and keep their first time)", r.failed) } else { String::new() }
+            );
+        }
+        None => {
+            let _ = writeln!(out, "curves: each trial's incumbent at its first measurement");
+        }
+    }
     let best = runs.iter().filter_map(Run::best).fold(f64::INFINITY, f64::min);
     if !best.is_finite() {
         return format!("search efficiency of {reference}: no run found a passing candidate\n");
@@ -156,7 +256,31 @@ mod tests {
     use super::*;
 
     fn run(strategy: StrategyKind, objectives: &[Option<f64>]) -> Run {
-        Run { strategy, seed: 1, best_so_far: curve(objectives.iter().copied()) }
+        Run {
+            strategy,
+            seed: 1,
+            best_so_far: curve(objectives.iter().copied()),
+            incumbents: vec![None; objectives.len()],
+        }
+    }
+
+    #[test]
+    fn the_incumbent_is_the_first_of_the_best_so_far() {
+        let inc = incumbents([None, Some(3.0), Some(3.0), Some(f64::NAN), Some(2.0), Some(5.0)]);
+        assert_eq!(inc, vec![None, Some((1, 3.0)), Some((1, 3.0)), Some((1, 3.0)), Some((4, 2.0)), Some((4, 2.0))]);
+    }
+
+    #[test]
+    fn a_re_measured_curve_counts_its_best_point_and_the_first_trial_at_the_goal() {
+        // Re-measured, a later incumbent can time slower than an earlier one.
+        let r = Run {
+            strategy: StrategyKind::Random,
+            seed: 1,
+            best_so_far: vec![None, Some(2.0), Some(1.0), Some(1.5)],
+            incumbents: vec![None, Some("a".into()), Some("b".into()), Some("c".into())],
+        };
+        assert_eq!(r.best(), Some(1.0));
+        assert_eq!(r.trials_to(1.2), Some(3));
     }
 
     #[test]
@@ -179,8 +303,9 @@ mod tests {
             run(StrategyKind::Random, &[Some(4.0), Some(2.0), Some(1.5), Some(1.0)]),
             run(StrategyKind::Evolutionary, &[Some(3.0), Some(1.0)]),
         ];
-        let t = table("w", &runs, None);
+        let t = table("w", &runs, None, Some(&Remeasured { candidates: 3, rounds: 2, failed: 1 }));
         expect_test::expect![[r#"
+            curves: each trial's incumbent, its 3 distinct candidates re-measured together in 2 interleaved rounds (1 failed every re-run and keep their first time)
             search efficiency of w: best of all runs 1000.000 ms; goal 1052.632 ms
             strategy        seed   trials             best  trials to 95%
             random             1        4      1000.000 ms              4

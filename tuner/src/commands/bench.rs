@@ -32,13 +32,15 @@ pub struct BenchArgs {
     /// Emulated shapes instead of the default set (as `--shapes`); `none` skips QEMU.
     #[arg(long, num_args = 1..)]
     pub qemu_shapes: Vec<String>,
-    /// Interleaved timing rounds per host shape [default: 3, 1 with --quick].
+    /// Interleaved timing rounds per host shape, and of the incumbents'
+    /// re-measurement of `--search-efficiency` [default: 3, 1 with --quick].
     #[arg(long)]
     pub rounds: Option<u32>,
     /// Instead of the comparison: search efficiency of `random` and
     /// `evolutionary` from cold starts (`--trials` each, `--seeds` runs per
     /// strategy, the first `--shapes` workload, default matmul 512^3, host,
-    /// one thread), databases in OUT/search/.
+    /// one thread), databases in OUT/search/; every run's incumbents are
+    /// then re-measured together and the curves use those times.
     #[arg(long)]
     pub search_efficiency: bool,
     /// Runs per strategy of `--search-efficiency`.
@@ -103,7 +105,14 @@ fn search_efficiency(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
     let seeds: Vec<u64> = (1..=args.seeds).collect();
     let strategies = [StrategyKind::Random, StrategyKind::Evolutionary];
     let dir = args.out.join("search");
-    let runs = bench::search::run(&reference, "host", trials, &seeds, &strategies, &dir, rt)?;
-    print!("{}", bench::search::table(&reference, &runs, flops));
+    let mut runs = bench::search::run(&reference, "host", trials, &seeds, &strategies, &dir, rt)?;
+    eprintln!("bench: re-measuring every run's incumbents");
+    let remeasured = bench::search::remeasure(
+        &reference,
+        "host",
+        &mut runs,
+        args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+    )?;
+    print!("{}", bench::search::table(&reference, &runs, flops, Some(&remeasured)));
     Ok(0)
 }
