@@ -32,7 +32,7 @@ pub use jobs::{Job, JobStatus, NewJob};
 pub use open::{default_path, DB_ENV};
 pub use queries::{RecordFilter, Stats, TaskCount};
 pub use records::{Inserted, NewRecord, Record, RecordKey, Remeasurement};
-pub use remeasure::NewRemeasurement;
+pub use remeasure::{NewRemeasurement, DISQUALIFYING};
 pub use schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 
 use rusqlite::Connection;

@@ -1,4 +1,10 @@
 //! Re-measurements: a record's candidate measured again, every run kept, and the median of all of them as the record's confirmed objective.
+//!
+//! A candidate that passed its first run but crashes, hangs or computes a
+//! wrong result when run again is not a candidate to ship: the first such
+//! re-run turns the record's status into that failure (its message says
+//! so), which takes it out of every query for the best records. Runs that
+//! fail for no fault of the candidate (`unmeasured`, `build_error`) do not.
 
 use crate::records::Remeasurement;
 use crate::{Database, DbError};
@@ -33,6 +39,25 @@ pub(crate) fn confirmed(first: Option<f64>, runs: &[Remeasurement]) -> Option<f6
     median(first.into_iter().chain(runs.iter().filter_map(|r| r.objective)).collect())
 }
 
+/// Statuses of a re-run that disqualify a record: the candidate's own run misbehaved.
+pub const DISQUALIFYING: [&str; 3] = ["run_error", "timeout", "wrong_result"];
+
+/// The status and message a record gets from its re-runs: `None` while
+/// none of them is [`DISQUALIFYING`], else the first such status and a message.
+pub(crate) fn disqualified(runs: &[Remeasurement]) -> Option<(String, String)> {
+    let failed: Vec<&Remeasurement> = runs.iter().filter(|r| DISQUALIFYING.contains(&r.status.as_str())).collect();
+    let first = failed.first()?;
+    Some((
+        first.status.clone(),
+        format!(
+            "passed its first run, then failed {} of {} re-measurements (the first with {})",
+            failed.len(),
+            runs.len(),
+            first.status
+        ),
+    ))
+}
+
 /// A record's first objective and its re-measurements.
 pub(crate) type Runs = (Option<f64>, Vec<Remeasurement>);
 
@@ -58,7 +83,9 @@ pub(crate) fn load_runs(
     Ok(Some((first, runs)))
 }
 
-/// Writes a record's re-measurements and its confirmed objective; returns the latter.
+/// Writes a record's re-measurements and its confirmed objective, and
+/// disqualifies a passing record whose re-runs include a [`DISQUALIFYING`]
+/// failure; returns the confirmed objective (`None` once disqualified).
 pub(crate) fn store_runs(
     tx: &rusqlite::Transaction<'_>,
     id: i64,
@@ -68,12 +95,20 @@ pub(crate) fn store_runs(
     let confirmed = confirmed(first, runs);
     let json = serde_json::to_string(runs).unwrap_or_else(|_| "[]".into());
     tx.execute("UPDATE records SET remeasured = ?2, confirmed = ?3 WHERE id = ?1", (id, &json, confirmed))?;
+    if let Some((status, message)) = disqualified(runs) {
+        tx.execute(
+            "UPDATE records SET status = ?2, message = ?3 WHERE id = ?1 AND status = 'ok'",
+            (id, &status, &message),
+        )?;
+        return Ok(None);
+    }
     Ok(confirmed)
 }
 
 impl Database {
     /// Adds a re-measurement to record `id` and returns its new confirmed
-    /// objective, in one transaction (the run is kept even when it failed).
+    /// objective, in one transaction (the run is kept even when it failed;
+    /// `None` once a [`DISQUALIFYING`] run has disqualified the record).
     pub fn remeasure(&self, id: i64, run: &NewRemeasurement<'_>) -> Result<Option<f64>, DbError> {
         self.write(|tx| {
             let (first, mut runs) = load_runs(tx, self.path(), id)?.ok_or(DbError::NoRecord(id))?;
@@ -96,6 +131,19 @@ mod tests {
 
     fn run(objective: Option<f64>) -> Remeasurement {
         Remeasurement { job_id: None, status: "ok".into(), metrics: "[]".into(), objective, at: String::new() }
+    }
+
+    fn failed(status: &str) -> Remeasurement {
+        Remeasurement { status: status.into(), ..run(None) }
+    }
+
+    #[test]
+    fn only_the_candidates_own_failures_disqualify_it() {
+        assert_eq!(disqualified(&[run(Some(1.0)), failed("unmeasured"), failed("build_error")]), None);
+        let (status, message) =
+            disqualified(&[run(Some(1.0)), failed("wrong_result"), failed("timeout")]).expect("disqualified");
+        assert_eq!(status, "wrong_result");
+        assert_eq!(message, "passed its first run, then failed 2 of 3 re-measurements (the first with wrong_result)");
     }
 
     #[test]

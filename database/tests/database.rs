@@ -142,13 +142,13 @@ fn export_then_import_preserves_every_record() {
         .expect("inserts");
     }
     src.insert_record(&record(&src, None, "no job", Some(9.0), "256")).expect("inserts");
-    // t1 and t0 re-measured (t0 once, slower; t1 twice: one failed run).
+    // t1 and t0 re-measured (t0 once, slower; t1 twice: one run no runner could make).
     let id_of = |db: &Database, trace: &str| {
         db.all_records().expect("records").into_iter().find(|r| r.trace == trace).expect("exists").id
     };
     let run = |objective: Option<f64>| NewRemeasurement {
         job_id: Some(j),
-        status: if objective.is_some() { "ok" } else { "timeout" },
+        status: if objective.is_some() { "ok" } else { "unmeasured" },
         metrics: "[]",
         objective,
     };
@@ -185,7 +185,7 @@ fn export_then_import_preserves_every_record() {
         (r.remeasured.iter().map(|m| (m.status.clone(), m.objective)).collect::<Vec<_>>(), jobs, r.confirmed)
     };
     let t1 = runs(&dst, "t1");
-    assert_eq!(t1.0, [("ok".to_string(), Some(2.5)), ("timeout".to_string(), None)]);
+    assert_eq!(t1.0, [("ok".to_string(), Some(2.5)), ("unmeasured".to_string(), None)]);
     assert_eq!((t1.1, t1.2), (vec![true, true], Some(2.0)));
     let t0 = runs(&dst, "t0");
     assert_eq!((t0.0, t0.1, t0.2), (vec![("ok".to_string(), Some(4.5))], vec![true], Some(2.5)));
@@ -203,6 +203,56 @@ fn export_then_import_preserves_every_record() {
         other => panic!("{other:?}"),
     }
     assert!(fresh.all_records().expect("records").is_empty());
+}
+
+#[test]
+fn a_record_that_fails_a_re_measurement_leaves_the_winners_and_keeps_every_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::open(&dir.path().join("a.db")).expect("opens");
+    let j = job(&db);
+    let fast = db.insert_record(&record(&db, Some(j), "fast", Some(1.0), "256")).expect("inserts").id;
+    let slow = db.insert_record(&record(&db, Some(j), "slow", Some(2.0), "256")).expect("inserts").id;
+    let (w, t) = {
+        let r = db.record(fast).expect("reads").expect("exists");
+        (r.workload_hash.clone(), r.target_hash.clone())
+    };
+    let best = |db: &Database| -> Vec<String> {
+        db.best_k(&w, &t, 5, &RecordFilter::default()).expect("best").into_iter().map(|r| r.trace.clone()).collect()
+    };
+    let run = |status: &'static str, objective: Option<f64>| NewRemeasurement {
+        job_id: Some(j),
+        status,
+        metrics: "[]",
+        objective,
+    };
+    assert_eq!(db.remeasure(fast, &run("ok", Some(1.2))).expect("remeasures"), Some(1.1));
+    // A run no runner could make does not count against the candidate.
+    assert_eq!(db.remeasure(slow, &run("unmeasured", None)).expect("remeasures"), Some(2.0));
+    assert_eq!(best(&db), ["fast", "slow"]);
+    // A wrong result on a later run: out of the winners, every run kept.
+    assert_eq!(db.remeasure(fast, &run("wrong_result", None)).expect("remeasures"), None);
+    assert_eq!(best(&db), ["slow"]);
+    let r = db.record(fast).expect("reads").expect("exists");
+    assert_eq!(
+        (r.status.as_str(), r.message.as_str(), r.objective),
+        (
+            "wrong_result",
+            "passed its first run, then failed 1 of 2 re-measurements (the first with wrong_result)",
+            Some(1.0)
+        )
+    );
+    assert_eq!(r.remeasured.iter().map(|m| m.status.as_str()).collect::<Vec<_>>(), ["ok", "wrong_result"]);
+    // A passing run later does not bring it back.
+    db.remeasure(fast, &run("ok", Some(0.9))).expect("remeasures");
+    assert_eq!(best(&db), ["slow"]);
+    // Another database learns it on import, even for a record it measured itself.
+    let mut bytes = Vec::new();
+    db.export_jsonl(&mut bytes).expect("exports");
+    let other = Database::open(&dir.path().join("b.db")).expect("opens");
+    let own = other.insert_record(&record(&other, None, "fast", Some(0.5), "256")).expect("inserts").id;
+    other.import_jsonl(bytes.as_slice()).expect("imports");
+    assert_eq!(other.record(own).expect("reads").expect("exists").status, "wrong_result");
+    assert_eq!(best(&other), ["slow"]);
 }
 
 #[test]

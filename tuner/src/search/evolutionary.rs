@@ -9,10 +9,12 @@
 //!    structural moves). With a trained cost model each generation's
 //!    frontier is its best-predicted mutants, so the search walks towards
 //!    what the model likes without measuring the way there.
-//! 3. `n - ⌈ε·n⌉` of the pool's best-predicted samples, plus `⌈ε·n⌉` drawn
-//!    at random from the rest (exploration: the model is only as good as
-//!    what it has seen). Without a model, mutants and fresh samples at
-//!    random, three to one.
+//! 3. `n - ⌈ε·n⌉` of the pool's best-predicted samples, plus `⌈ε·n⌉`
+//!    fresh samples the model did not pick, drawn at random (exploration:
+//!    the model is only as good as what it has seen, and the elites' mutants
+//!    all sit near the elites, so exploring among them would never try
+//!    another design-space trace). Without a model, mutants and fresh
+//!    samples at random, three to one.
 
 use super::{fresh_samples, new_samples, SearchStrategy};
 use crate::cost_model::{CostModel, FeatureCache};
@@ -70,6 +72,27 @@ impl Evolutionary {
     }
 }
 
+/// Up to `n` pool indices: the first `n - explore` of `ranked` (best
+/// predicted first), then `explore` drawn at random from the unpicked
+/// indices that are fresh samples (`is_fresh`), topped up at random from the
+/// other unpicked ones when too few fresh samples are left.
+fn pick(
+    ranked: &[usize],
+    n: usize,
+    explore: usize,
+    is_fresh: impl Fn(usize) -> bool,
+    rng: &mut ChaCha8Rng,
+) -> Vec<usize> {
+    let exploit = n.saturating_sub(explore).min(ranked.len());
+    let mut picked: Vec<usize> = ranked[..exploit].to_vec();
+    let (mut fresh, mut others): (Vec<usize>, Vec<usize>) = ranked[exploit..].iter().partition(|&&i| is_fresh(i));
+    fresh.shuffle(rng);
+    others.shuffle(rng);
+    let wanted = n.min(ranked.len()) - picked.len();
+    picked.extend(fresh.into_iter().chain(others).take(wanted));
+    picked
+}
+
 impl SearchStrategy for Evolutionary {
     fn name(&self) -> &'static str {
         "evolutionary"
@@ -108,15 +131,12 @@ impl SearchStrategy for Evolutionary {
         }
         match model {
             Some(m) => {
+                let first_fresh = mutants.len();
                 let mut pool = mutants;
                 pool.extend(fresh);
                 let ranked = m.rank_cached(task, &pool, &mut features);
                 let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
-                let mut picked: Vec<usize> = ranked.iter().copied().take(n - explore).collect();
-                let mut rest: Vec<usize> = ranked.iter().copied().skip(n - explore).collect();
-                rest.shuffle(rng);
-                picked.extend(rest.into_iter().take(explore));
-                picked.into_iter().map(|i| pool[i].clone()).collect()
+                pick(&ranked, n, explore, |i| i >= first_fresh, rng).into_iter().map(|i| pool[i].clone()).collect()
             }
             None => {
                 let n_mutants = (n * 3).div_ceil(4).min(mutants.len());
@@ -125,5 +145,36 @@ impl SearchStrategy for Evolutionary {
                 out
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn exploration_picks_fresh_samples_the_model_passed_over() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        // Pool: 0..20 mutants, 20..25 fresh; the model ranks every mutant first.
+        let ranked: Vec<usize> = (0..25).collect();
+        let picked = pick(&ranked, 8, 2, |i| i >= 20, &mut rng);
+        assert_eq!(picked[..6], [0, 1, 2, 3, 4, 5]);
+        assert!(picked[6..].iter().all(|&i| i >= 20), "{picked:?}");
+        assert_eq!(picked.len(), 8);
+        assert_ne!(picked[6], picked[7]);
+    }
+
+    #[test]
+    fn too_few_fresh_samples_are_topped_up_from_the_rest_and_a_small_pool_is_taken_whole() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let ranked: Vec<usize> = vec![3, 0, 4, 1, 2, 5];
+        let picked = pick(&ranked, 5, 3, |i| i == 5, &mut rng);
+        assert_eq!(picked[..2], [3, 0]);
+        assert_eq!(picked.len(), 5);
+        assert!(picked.contains(&5), "the one fresh sample is explored: {picked:?}");
+        let mut all = pick(&ranked, 10, 3, |_| false, &mut rng);
+        all.sort_unstable();
+        assert_eq!(all, [0, 1, 2, 3, 4, 5]);
     }
 }

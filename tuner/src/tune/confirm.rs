@@ -2,13 +2,15 @@
 //!
 //! Every run is kept in its record (`Database::remeasure`); the record's
 //! confirmed objective is the median over its first measurement and every
-//! re-measurement, and it is what the database ranks the record by. Under
+//! re-measurement, and it is what the database ranks the record by. A
+//! candidate whose re-run crashes, hangs or computes a wrong result leaves
+//! the winners (the database marks its record with that failure). Under
 //! emulation the figures are deterministic, so nothing is re-measured.
 
 use super::job::Loop;
 use super::objective::ObjectiveKind;
 use super::task::Task;
-use scaletune_database::{DbError, NewRemeasurement};
+use scaletune_database::{DbError, NewRemeasurement, DISQUALIFYING};
 use scaletune_measure::Candidate;
 use scaletune_space::trace::Trace;
 use serde::{Deserialize, Serialize};
@@ -60,6 +62,9 @@ pub struct Confirmation {
 struct Rounds {
     /// Confirmed objective per candidate (`None` if none of its runs here passed).
     confirmed: Vec<Option<f64>>,
+    /// Per candidate: some run crashed, hung or computed a wrong result
+    /// (the database has disqualified its record).
+    failed: Vec<bool>,
     runs: usize,
     passed: usize,
     interrupted: bool,
@@ -91,9 +96,13 @@ impl Loop<'_> {
                 let r = self.rounds(task, &next, cfg.rounds).await?;
                 runs += r.runs;
                 passed += r.passed;
-                for ((record, _), c) in next.iter().zip(&r.confirmed) {
+                for (((record, _), c), &failed) in next.iter().zip(&r.confirmed).zip(&r.failed) {
                     done.push(*record);
                     match (c, task.elites.iter().position(|s| s.record == *record)) {
+                        // A candidate that passed once and then misbehaved is no winner.
+                        (_, Some(i)) if failed => {
+                            task.elites.remove(i);
+                        }
                         (Some(c), Some(i)) => task.elites[i].objective = *c,
                         // Every run failed here (a flaky candidate): it
                         // cannot stay a winner. (Not if an interrupt came
@@ -137,7 +146,13 @@ impl Loop<'_> {
     /// Measures `top` `rounds` times, each round in a rotated order, and
     /// adds every run to its record.
     async fn rounds(&self, task: &Task, top: &[(i64, Trace)], rounds: usize) -> Result<Rounds, DbError> {
-        let mut out = Rounds { confirmed: vec![None; top.len()], runs: 0, passed: 0, interrupted: false };
+        let mut out = Rounds {
+            confirmed: vec![None; top.len()],
+            failed: vec![false; top.len()],
+            runs: 0,
+            passed: 0,
+            interrupted: false,
+        };
         for round in 0..rounds {
             let candidates: Vec<Candidate> = (0..top.len())
                 .map(|i| (i + round) % top.len())
@@ -160,8 +175,10 @@ impl Loop<'_> {
                 let run =
                     NewRemeasurement { job_id: Some(self.job), status: m.status.name(), metrics: &metrics, objective };
                 let confirmed = self.db.remeasure(*record, &run)?;
+                let k = m.candidate as usize;
+                out.failed[k] |= DISQUALIFYING.contains(&m.status.name());
                 if objective.is_some() {
-                    out.confirmed[m.candidate as usize] = confirmed;
+                    out.confirmed[k] = confirmed;
                 }
                 out.runs += 1;
                 out.passed += usize::from(objective.is_some());
@@ -171,5 +188,191 @@ impl Loop<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::tuned::job_config;
+    use crate::commands::measure::{runner_target, RunnerKind};
+    use crate::tune::job::{LoopState, Observer};
+    use crate::tune::setup;
+    use crate::tune::store;
+    use async_trait::async_trait;
+    use scaletune_codegen::target::Target;
+    use scaletune_database::{hash_text, Database, NewJob, RecordFilter};
+    use scaletune_measure::runner::{Built, Runner};
+    use scaletune_measure::{Farm, LlvmBuilder, Status, Timing, VlMeasurement};
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    use std::time::Duration;
+    use tokio::sync::Notify;
+
+    /// Times nothing: the `trials` first runs take 1 ms + 0.1 ms per
+    /// candidate index; afterwards (the re-measurements) every run of the
+    /// artifact first re-measured as candidate 0 (the best) fails with
+    /// `failure`, and the others take their first time again. With
+    /// `interrupt`, the first re-measurement also notifies it.
+    struct Scripted {
+        trials: usize,
+        failure: Status,
+        runs: AtomicUsize,
+        first: Mutex<HashMap<String, f64>>,
+        cursed: Mutex<Option<String>>,
+        interrupt: Option<Arc<Notify>>,
+    }
+
+    fn timed(vl: u32, seconds: f64) -> VlMeasurement {
+        let mut m = VlMeasurement::unmeasured(vl, "scripted", String::new());
+        m.status = Status::Ok;
+        m.timing = Some(Timing::from_repeats(vec![seconds], 1));
+        m
+    }
+
+    #[async_trait]
+    impl Runner for Scripted {
+        fn name(&self) -> String {
+            "scripted".into()
+        }
+        fn accepts(&self, target: &Target, _vl_bits: u32) -> bool {
+            target.is_native()
+        }
+        async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
+            let n = self.runs.fetch_add(1, Ordering::SeqCst);
+            let vl = vl_bits.first().copied().unwrap_or(256);
+            if n < self.trials {
+                let t = 1e-3 + 1e-4 * built.candidate as f64;
+                let t = *self.first.lock().expect("lock").entry(built.artifact.clone()).or_insert(t);
+                return vec![timed(vl, t)];
+            }
+            if let Some(i) = &self.interrupt {
+                i.notify_one();
+            }
+            let mut cursed = self.cursed.lock().expect("lock");
+            if cursed.is_none() && built.candidate == 0 {
+                *cursed = Some(built.artifact.clone());
+            }
+            if cursed.as_deref() == Some(built.artifact.as_str()) {
+                let mut m = VlMeasurement::unmeasured(vl, "scripted", "scripted failure");
+                m.status = self.failure;
+                return vec![m];
+            }
+            let t = self.first.lock().expect("lock").get(&built.artifact).copied();
+            vec![timed(vl, t.expect("re-measures only what it measured"))]
+        }
+    }
+
+    struct Quiet;
+    impl Observer for Quiet {
+        fn trial(&mut self, _: &[Task], _: &LoopState) {}
+        fn batch(&mut self, _: &[Task], _: &LoopState, _: usize, _: usize, _: Duration) {}
+    }
+
+    /// A 6-trial job of a small matmul on host through `runner`, then
+    /// re-measuring its best 2 twice; returns the database, the job's
+    /// outcome and the trace `db best` would give.
+    fn job(
+        runner: Scripted,
+        interrupt: Arc<Notify>,
+    ) -> (tempfile::TempDir, Database, crate::tune::job::Finished, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("t.db")).expect("opens");
+        let reference = "matmul:M=16,N=16,K=8";
+        let (target, kind, _) = runner_target("host", Some(RunnerKind::Native), &[]).expect("host");
+        let mut cfg = job_config(reference, "host", kind, &[], 6);
+        cfg.batch = 6;
+        cfg.confirm = ConfirmConfig { top: 2, rounds: 2 };
+        let mut s = setup(&cfg, &target, &db).expect("setup");
+        let job_id =
+            db.create_job(&NewJob { arguments: "{}".into(), seed: cfg.seed, strategy: "random".into() }).expect("job");
+        let farm = Farm::new(Arc::new(LlvmBuilder::new()), 2, vec![Arc::new(runner)]);
+        let label = cfg.runner_label();
+        let lp = Loop::for_job(&db, job_id, &cfg, s.rows.clone(), &farm, &label, interrupt);
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let training = std::mem::take(&mut s.training);
+        let finished = rt.block_on(lp.run(&mut s.tasks, training, LoopState::default(), &mut Quiet)).expect("runs");
+        let task = &s.tasks[0];
+        let (wh, th) = (
+            hash_text(&store::workload_definition(&task.workload)),
+            hash_text(&store::target_definition(&task.target)),
+        );
+        // As `db best`: the best record with a schedule (the unscheduled nest is the baseline).
+        let best = db
+            .best_k(&wh, &th, 10, &RecordFilter::default())
+            .expect("best")
+            .into_iter()
+            .find(|r| !r.trace.is_empty())
+            .map(|r| r.trace.clone())
+            .unwrap_or_default();
+        (dir, db, finished, best)
+    }
+
+    fn scripted(failure: Status, interrupt: Option<Arc<Notify>>) -> Scripted {
+        Scripted {
+            trials: 6,
+            failure,
+            runs: AtomicUsize::new(0),
+            first: Mutex::new(HashMap::new()),
+            cursed: Mutex::new(None),
+            interrupt,
+        }
+    }
+
+    /// The records of the job's trials by trial index: (status, objective, re-run statuses).
+    fn trials(db: &Database) -> Vec<(String, Option<f64>, Vec<String>)> {
+        let mut v: Vec<_> = db.all_records().expect("records").into_iter().filter(|r| r.trial_idx >= 0).collect();
+        v.sort_by_key(|r| r.trial_idx);
+        v.into_iter()
+            .map(|r| (r.status.clone(), r.objective, r.remeasured.iter().map(|m| m.status.clone()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn a_winner_whose_re_run_computes_garbage_is_dropped_and_the_runner_up_confirmed() {
+        let (_dir, db, finished, best) = job(scripted(Status::WrongResult, None), Arc::new(Notify::new()));
+        let c = &finished.confirmed[0];
+        let t = trials(&db);
+        // The best two re-measured twice each; the best failed both runs and left
+        // the winners, and the runner-up, confirmed at its first time, won. (Two
+        // samples with the same object code share the script, hence the counts
+        // in terms of the failed records.)
+        let failed: Vec<_> = t.iter().filter(|r| r.0 == "wrong_result").collect();
+        assert!(!failed.is_empty(), "{t:?}");
+        for f in &failed {
+            assert_eq!(f.2, ["wrong_result", "wrong_result"], "every run is kept");
+            assert!(f.1.is_some(), "the first measurement is kept");
+        }
+        assert!(c.winner_changed);
+        assert_eq!(c.runs, 2 * c.candidates);
+        assert_eq!(c.passed, c.runs - 2 * failed.len());
+        assert_eq!(c.best_before, failed.iter().filter_map(|f| f.1).reduce(f64::min));
+        // `db best` no longer offers it: the record it gives was re-measured and passed.
+        let winner = db.all_records().expect("records").into_iter().find(|r| r.trace == best).expect("winner");
+        assert_eq!(winner.status, "ok");
+        assert!(winner.remeasured.iter().all(|m| m.status == "ok") && !winner.remeasured.is_empty());
+        assert_eq!((c.best_after, winner.confirmed), (winner.objective, winner.objective));
+        assert!(c.best_after > c.best_before);
+    }
+
+    #[test]
+    fn an_interrupt_during_re_measurement_drops_no_winner() {
+        let interrupt = Arc::new(Notify::new());
+        let runner = scripted(Status::Unmeasured, Some(Arc::clone(&interrupt)));
+        let (_dir, db, finished, best) = job(runner, interrupt);
+        assert_eq!(finished.reason, crate::tune::job::StopReason::Interrupted);
+        // Nothing was confirmed, and the fastest first measurement is still the best record.
+        assert!(finished.confirmed.iter().all(|c| !c.winner_changed), "{:?}", finished.confirmed);
+        assert!(trials(&db).iter().all(|r| r.0 == "ok"));
+        let first_best = db
+            .all_records()
+            .expect("records")
+            .into_iter()
+            .filter(|r| r.trial_idx >= 0 && !r.trace.is_empty())
+            .min_by(|a, b| a.objective.unwrap_or(f64::MAX).total_cmp(&b.objective.unwrap_or(f64::MAX)))
+            .expect("records");
+        assert_eq!(best, first_best.trace);
+        assert_eq!(finished.state.confirmed_at, None, "a resumed job re-measures");
     }
 }
