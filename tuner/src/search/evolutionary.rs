@@ -4,7 +4,8 @@
 //! 1. Until the task has a measured candidate, fresh samples only.
 //! 2. Otherwise a pool of fresh samples and, for each of
 //!    [`Evolutionary::generations`] generations, mutants of the frontier
-//!    (first the elites; parents picked with a bias to the best,
+//!    (first the task's parents, [`Task::parents`]: the elites, then the
+//!    best of every design-space trace; parents picked with a bias to the best,
 //!    [`scaletune_space::mutators::mutate_sample`]: decisions and
 //!    structural moves). With a trained cost model each generation's
 //!    frontier is its best-predicted mutants, so the search walks towards
@@ -104,7 +105,8 @@ impl SearchStrategy for Evolutionary {
             return fresh_samples(task, n, 20 * n + 20, &mut seen, rng);
         }
         let fresh = fresh_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
-        let mut frontier: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
+        let parents = task.parents();
+        let mut frontier: Vec<Sample> = parents.clone();
         let mut mutants: Vec<Sample> = Vec::new();
         // Each mutant is lowered once, though ranked in its generation and in the final pool.
         let mut features = FeatureCache::default();
@@ -117,7 +119,7 @@ impl SearchStrategy for Evolutionary {
                 Some(m) => {
                     let ranked = m.rank_cached(task, &children, &mut features);
                     let keep = (2 * n).max(1);
-                    let mut next: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
+                    let mut next: Vec<Sample> = parents.clone();
                     next.extend(ranked.iter().take(keep).map(|&i| children[i].clone()));
                     frontier = next;
                 }

@@ -100,16 +100,12 @@ impl Loop<'_> {
                     done.push(*record);
                     match (c, task.elites.iter().position(|s| s.record == *record)) {
                         // A candidate that passed once and then misbehaved is no winner.
-                        (_, Some(i)) if failed => {
-                            task.elites.remove(i);
-                        }
+                        (_, Some(_)) if failed => task.forget(*record),
                         (Some(c), Some(i)) => task.elites[i].objective = *c,
                         // Every run failed here (a flaky candidate): it
                         // cannot stay a winner. (Not if an interrupt came
                         // before its runs did.)
-                        (None, Some(i)) if !r.interrupted => {
-                            task.elites.remove(i);
-                        }
+                        (None, Some(_)) if !r.interrupted => task.forget(*record),
                         _ => {}
                     }
                 }

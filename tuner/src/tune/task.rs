@@ -10,6 +10,10 @@ use std::sync::Arc;
 /// How many of the best measured samples a task keeps as parents.
 pub const ELITES: usize = 32;
 
+/// How many of the best measured samples of each design-space trace are
+/// parents besides the elites (see [`Task::parents`]).
+pub const FAMILY_PARENTS: usize = 2;
+
 /// A measured sample and its objective (lower is better).
 #[derive(Clone, Debug)]
 pub struct Scored {
@@ -40,6 +44,9 @@ pub struct Task {
     pub measured: HashSet<String>,
     /// The best measured samples, best first (at most [`ELITES`]).
     pub elites: Vec<Scored>,
+    /// Per design-space trace, its best measured samples, best first (at
+    /// most [`FAMILY_PARENTS`]).
+    pub family_best: BTreeMap<usize, Vec<Scored>>,
     /// Trials this job ran for the task (failures included).
     pub trials: usize,
     /// Trials this job ran per status name.
@@ -71,6 +78,7 @@ impl Task {
             space,
             measured: HashSet::new(),
             elites: Vec::new(),
+            family_best: BTreeMap::new(),
             trials: 0,
             statuses: BTreeMap::new(),
             curve: Vec::new(),
@@ -89,6 +97,30 @@ impl Task {
         self.elites.first()
     }
 
+    /// The parents of mutation: the elites, best first, then the best
+    /// [`FAMILY_PARENTS`] samples of every design-space trace that are not
+    /// elites (best first). The elites alone can all come from one
+    /// design-space trace that looked best early; mutating the others' best
+    /// too keeps the search from settling there while the cost model has
+    /// seen little of the rest.
+    pub fn parents(&self) -> Vec<Sample> {
+        let mut out: Vec<Sample> = self.elites.iter().map(|s| s.sample.clone()).collect();
+        let mut others: Vec<&Scored> =
+            self.family_best.values().flatten().filter(|f| !self.elites.iter().any(|e| e.record == f.record)).collect();
+        others.sort_by(|a, b| a.objective.total_cmp(&b.objective).then(a.record.cmp(&b.record)));
+        out.extend(others.into_iter().map(|s| s.sample.clone()));
+        out
+    }
+
+    /// Drops a record from the elites and the parents (a candidate that
+    /// failed when measured again).
+    pub fn forget(&mut self, record: i64) {
+        self.elites.retain(|s| s.record != record);
+        for family in self.family_best.values_mut() {
+            family.retain(|s| s.record != record);
+        }
+    }
+
     /// True if the trace was measured already.
     pub fn is_measured(&self, trace: &Trace) -> bool {
         self.measured.contains(&trace.to_string())
@@ -98,9 +130,16 @@ impl Task {
     pub fn observe(&mut self, sample: &Sample, objective: Option<f64>, record: i64) {
         self.measured.insert(sample.trace.to_string());
         if let Some(objective) = objective {
+            let scored = Scored { objective, sample: sample.clone(), record };
+            let family = self.family_best.entry(sample.space_trace).or_default();
+            let pos = family.partition_point(|s| s.objective <= objective);
+            if pos < FAMILY_PARENTS {
+                family.insert(pos, scored.clone());
+                family.truncate(FAMILY_PARENTS);
+            }
             let pos = self.elites.partition_point(|s| s.objective <= objective);
             if pos < ELITES {
-                self.elites.insert(pos, Scored { objective, sample: sample.clone(), record });
+                self.elites.insert(pos, scored);
                 self.elites.truncate(ELITES);
             }
         }
@@ -114,5 +153,56 @@ impl Task {
         let mut nest = self.space.nest.clone();
         trace.apply(&mut nest).ok()?;
         Some(Sample { space_trace: k, trace: trace.clone(), nest, rejected: 0 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scaletune_codegen::pipeline::initial_nest;
+    use scaletune_space::workload::load;
+
+    fn task() -> Task {
+        let w = Arc::new(load("matmul:M=8,N=8,K=8").expect("workload"));
+        let t = Arc::new(Target::load("host").expect("target"));
+        let space = DesignSpace::generate(&initial_nest(&w, &t));
+        Task::new(0, w, t, 1.0, Vec::new(), space)
+    }
+
+    /// A sample of design-space trace `family` (the trace itself does not matter here).
+    fn sample(task: &Task, family: usize) -> Sample {
+        Sample { space_trace: family, trace: Trace::default(), nest: task.space.nest.clone(), rejected: 0 }
+    }
+
+    fn families(parents: &[Sample]) -> Vec<usize> {
+        parents.iter().map(|s| s.space_trace).collect()
+    }
+
+    #[test]
+    fn the_parents_are_the_elites_then_the_best_of_each_other_design_space_trace() {
+        let mut t = task();
+        for i in 0..ELITES {
+            let s = sample(&t, 0);
+            t.observe(&s, Some(1.0 + i as f64), i as i64);
+        }
+        for (k, objective) in [100.0, 102.0, 101.0].into_iter().enumerate() {
+            let s = sample(&t, 1);
+            t.observe(&s, Some(objective), 100 + k as i64);
+        }
+        let p = t.parents();
+        assert_eq!(p.len(), ELITES + FAMILY_PARENTS);
+        assert_eq!(families(&p[ELITES..]), [1, 1]);
+        assert_eq!(t.family_best[&1].iter().map(|s| s.record).collect::<Vec<_>>(), [100, 102]);
+        // A fast sample of the second trace becomes an elite, and is not a parent twice.
+        let s = sample(&t, 1);
+        t.observe(&s, Some(0.5), 200);
+        let p = t.parents();
+        assert_eq!(p.len(), ELITES + 1);
+        assert_eq!((p[0].space_trace, p[ELITES].space_trace), (1, 1));
+        // A candidate that failed when measured again is no parent at all.
+        t.forget(200);
+        assert_eq!(t.elites.len(), ELITES - 1);
+        assert_eq!(t.family_best[&1].iter().map(|s| s.record).collect::<Vec<_>>(), [100]);
+        assert_eq!(families(&t.parents()[ELITES - 1..]), [1]);
     }
 }
