@@ -1,4 +1,4 @@
-//! `db check`: integrity, foreign keys, schema version and application id.
+//! `db check`: integrity, foreign keys, readable re-measurements, schema version and application id.
 
 use crate::schema::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::{Database, DbError};
@@ -11,6 +11,8 @@ pub struct CheckReport {
     pub integrity: Vec<String>,
     /// Rows whose foreign key points nowhere (`table rowid -> parent`).
     pub foreign_key_violations: Vec<String>,
+    /// Records whose re-measurements do not parse.
+    pub unreadable_runs: Vec<i64>,
     /// The file's schema version.
     pub schema_version: i64,
     /// The file's application id.
@@ -22,6 +24,7 @@ impl CheckReport {
     pub fn ok(&self) -> bool {
         self.integrity == ["ok"]
             && self.foreign_key_violations.is_empty()
+            && self.unreadable_runs.is_empty()
             && self.schema_version == SCHEMA_VERSION
             && self.application_id == APPLICATION_ID
     }
@@ -39,6 +42,12 @@ impl fmt::Display for CheckReport {
                 self.foreign_key_violations.len(),
                 self.foreign_key_violations.join(", ")
             )?;
+        }
+        if self.unreadable_runs.is_empty() {
+            writeln!(f, "re-measurements: ok")?;
+        } else {
+            let ids: Vec<String> = self.unreadable_runs.iter().map(i64::to_string).collect();
+            writeln!(f, "re-measurements: unreadable in record(s) {}", ids.join(", "))?;
         }
         writeln!(f, "schema version: {} (this scaletune: {SCHEMA_VERSION})", self.schema_version)?;
         writeln!(f, "application id: {:#x}", self.application_id)?;
@@ -63,8 +72,16 @@ impl Database {
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
+        let mut st = conn.prepare("SELECT id, remeasured FROM records WHERE remeasured IS NOT NULL ORDER BY id")?;
+        let unreadable_runs = st
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .filter(|(_, text)| serde_json::from_str::<Vec<crate::records::Remeasurement>>(text).is_err())
+            .map(|(id, _)| id)
+            .collect();
         let schema_version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         let application_id = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-        Ok(CheckReport { integrity, foreign_key_violations, schema_version, application_id })
+        Ok(CheckReport { integrity, foreign_key_violations, unreadable_runs, schema_version, application_id })
     }
 }

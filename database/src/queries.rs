@@ -1,6 +1,6 @@
 //! Queries: the best records of a workload on a target, a job's history, every candidate of a workload, training data and counts.
 
-use crate::records::{record_from_row, Record, RECORD_COLUMNS, RECORD_FROM};
+use crate::records::{read_error, record_from_row, Record, RECORD_COLUMNS, RECORD_FROM};
 use crate::{Database, DbError};
 use std::collections::BTreeMap;
 
@@ -43,7 +43,10 @@ impl Database {
     fn records_where(&self, clause: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Record>, DbError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE {clause}");
         let mut st = self.conn().prepare(&sql)?;
-        let rows = st.query_map(params, record_from_row)?.collect::<Result<Vec<_>, _>>()?;
+        let rows = st
+            .query_map(params, record_from_row)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| read_error(self.path(), e))?;
         Ok(rows)
     }
 

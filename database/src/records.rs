@@ -136,6 +136,29 @@ pub(crate) const RECORD_COLUMNS: &str = "r.id, w.hash, t.hash, t.name, r.created
 pub(crate) const RECORD_FROM: &str =
     "records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id";
 
+/// A record's re-measurements that do not parse (the reason names the record).
+#[derive(Debug)]
+pub(crate) struct UnreadableRuns(pub(crate) String);
+
+impl std::fmt::Display for UnreadableRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnreadableRuns {}
+
+/// The error of reading records: a record with unreadable re-measurements
+/// is a damaged file, named with the record, not a bare conversion error.
+pub(crate) fn read_error(file: &std::path::Path, e: rusqlite::Error) -> DbError {
+    match &e {
+        rusqlite::Error::FromSqlConversionFailure(_, _, inner) if inner.is::<UnreadableRuns>() => {
+            DbError::Corrupt { file: file.display().to_string(), reason: inner.to_string() }
+        }
+        _ => e.into(),
+    }
+}
+
 pub(crate) fn record_from_row(r: &Row<'_>) -> rusqlite::Result<Record> {
     Ok(Record {
         id: r.get(0)?,
@@ -168,7 +191,12 @@ pub(crate) fn record_from_row(r: &Row<'_>) -> rusqlite::Result<Record> {
             match text {
                 None => Vec::new(),
                 Some(t) => serde_json::from_str(&t).map_err(|e| {
-                    rusqlite::Error::FromSqlConversionFailure(23, rusqlite::types::Type::Text, Box::new(e))
+                    let id: i64 = r.get(0).unwrap_or(0);
+                    rusqlite::Error::FromSqlConversionFailure(
+                        23,
+                        rusqlite::types::Type::Text,
+                        Box::new(UnreadableRuns(format!("record {id} has unreadable re-measurements: {e}"))),
+                    )
                 })?,
             }
         },
@@ -243,13 +271,14 @@ impl Database {
                 (key.workload_id, key.target_id, &key.trace_hash, &key.vl_set, &key.runner),
                 record_from_row,
             )
-            .optional()?)
+            .optional()
+            .map_err(|e| read_error(self.path(), e))?)
     }
 
     /// A record by id.
     pub fn record(&self, id: i64) -> Result<Option<Record>, DbError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE r.id = ?1");
-        Ok(self.conn().query_row(&sql, [id], record_from_row).optional()?)
+        self.conn().query_row(&sql, [id], record_from_row).optional().map_err(|e| read_error(self.path(), e))
     }
 
     /// The definition text of a target row.

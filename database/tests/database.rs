@@ -296,6 +296,34 @@ fn a_record_is_durable_the_moment_it_is_inserted() {
     assert!(report.ok(), "{report}");
 }
 
+#[test]
+fn a_record_with_unreadable_re_measurements_is_named_by_reads_and_by_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    let db = Database::open(&path).expect("opens");
+    let j = job(&db);
+    let id = db.insert_record(&record(&db, Some(j), "t", Some(1.0), "256")).expect("inserts").id;
+    drop(db);
+    // Damaged by hand (or by a tool that is not scaletune).
+    let raw = rusqlite::Connection::open(&path).expect("opens");
+    raw.execute("UPDATE records SET remeasured = '[{\"not\": 1}' WHERE id = ?1", [id]).expect("damages");
+    drop(raw);
+    let db = Database::open(&path).expect("opens");
+    let file = path.display().to_string();
+    for err in [db.job_history(j).expect_err("refused"), db.record(id).expect_err("refused")] {
+        assert_eq!(
+            err.to_string().replace(&file, "<db>").split(": EOF").next().map(str::to_string),
+            Some(format!(
+                "<db> is not a usable SQLite database (record {id} has unreadable re-measurements"
+            ))
+        );
+    }
+    let report = db.check().expect("checks");
+    assert!(!report.ok());
+    assert_eq!(report.unreadable_runs, [id]);
+    assert!(report.to_string().contains(&format!("\nre-measurements: unreadable in record(s) {id}\n")), "{report}");
+}
+
 fn refused_untouched(path: &Path) -> DbError {
     let before = std::fs::read(path).expect("reads");
     let siblings = |p: &Path| std::fs::read_dir(p.parent().expect("dir")).expect("lists").count();

@@ -183,3 +183,26 @@ fn search_efficiency_runs_both_strategies_from_cold_starts() {
         assert!(dir.path().join("search").join(s).exists(), "{s}");
     }
 }
+
+/// Two benches in one output directory would time each other's kernels and
+/// remove each other's databases: the second is refused at once.
+#[test]
+fn a_second_bench_in_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().to_str().expect("utf-8").to_string();
+    let lock = std::fs::File::create(dir.path().join(".scaletune-bench.lock")).expect("creates");
+    lock.lock().expect("locks");
+    for extra in [&[][..], &["--search-efficiency"][..]] {
+        let mut args = vec!["bench", "--quick", "--out", &out_dir];
+        args.extend_from_slice(extra);
+        let o = scaletune(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr).replace(&out_dir, "<out>");
+        expect_test::expect![[r#"
+            error: another `scaletune bench` is running in <out> (it holds <out>/.scaletune-bench.lock); wait for it to finish or pass another --out
+        "#]]
+        .assert_eq(&err);
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).expect("lists").count(), 1, "nothing written");
+    drop(lock);
+}

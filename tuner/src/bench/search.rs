@@ -2,8 +2,8 @@
 //!
 //! Every run is a cold start: a fresh database per (strategy, seed), so no
 //! run profits from another's records. After each trial a run has an
-//! incumbent, the candidate with the best first measurement so far (what
-//! the job would answer if stopped there). A single timing is noisy (on a
+//! incumbent, the job's best candidate then (what it would answer if
+//! stopped there; [`crate::tune::task::Task::incumbents`]). A single timing is noisy (on a
 //! shared machine a kernel can measure 10 % apart from one minute to the
 //! next), so once every run is done all incumbents of all runs are timed
 //! again together, in interleaved rounds ([`remeasure`]), and a run's curve
@@ -62,21 +62,12 @@ impl Run {
 
 /// The best-so-far curve of a sequence of trial objectives (`None`: failed).
 pub fn curve(objectives: impl IntoIterator<Item = Option<f64>>) -> Vec<Option<f64>> {
-    incumbents(objectives).into_iter().map(|i| i.map(|(_, o)| o)).collect()
-}
-
-/// After each trial, the index and objective of the best trial so far
-/// (the first of equals; `None` until one passed).
-pub fn incumbents(objectives: impl IntoIterator<Item = Option<f64>>) -> Vec<Option<(usize, f64)>> {
-    let mut best: Option<(usize, f64)> = None;
+    let mut best: Option<f64> = None;
     objectives
         .into_iter()
-        .enumerate()
-        .map(|(i, o)| {
+        .map(|o| {
             if let Some(o) = o.filter(|o| o.is_finite()) {
-                if best.is_none_or(|(_, b)| o < b) {
-                    best = Some((i, o));
-                }
+                best = Some(best.map_or(o, |b| b.min(o)));
             }
             best
         })
@@ -114,13 +105,21 @@ pub fn run(
             let mut s = setup(&cfg, &target_def, &db).map_err(tune_err)?;
             let label = format!("{reference} ({} seed {seed})", strategy.name());
             let (job, _) = run_job(&db, &cfg, &target_def, &mut s, &label, rt)?;
+            // The job's own answer after each trial: its best candidate then
+            // (ranked by the medians of the candidates it re-checked).
             let history: Vec<_> = db.job_history(job)?.into_iter().filter(|r| r.trial_idx >= 0).collect();
-            let inc = incumbents(history.iter().map(|r| r.objective));
+            let by_id: std::collections::HashMap<i64, &scaletune_database::Record> =
+                history.iter().map(|r| (r.id, r)).collect();
+            let answer: Vec<Option<&scaletune_database::Record>> = s
+                .tasks
+                .first()
+                .map(|t| t.incumbents.iter().map(|i| i.and_then(|id| by_id.get(&id).copied())).collect())
+                .unwrap_or_default();
             runs.push(Run {
                 strategy,
                 seed,
-                best_so_far: inc.iter().map(|i| i.map(|(_, o)| o)).collect(),
-                incumbents: inc.iter().map(|i| i.map(|(k, _)| history[k].trace.clone())).collect(),
+                best_so_far: answer.iter().map(|r| r.and_then(|r| r.best_objective())).collect(),
+                incumbents: answer.iter().map(|r| r.map(|r| r.trace.clone())).collect(),
             });
         }
     }
@@ -262,12 +261,6 @@ mod tests {
             best_so_far: curve(objectives.iter().copied()),
             incumbents: vec![None; objectives.len()],
         }
-    }
-
-    #[test]
-    fn the_incumbent_is_the_first_of_the_best_so_far() {
-        let inc = incumbents([None, Some(3.0), Some(3.0), Some(f64::NAN), Some(2.0), Some(5.0)]);
-        assert_eq!(inc, vec![None, Some((1, 3.0)), Some((1, 3.0)), Some((1, 3.0)), Some((4, 2.0)), Some((4, 2.0))]);
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub struct BenchArgs {
 /// Runs the bench, prints its tables and writes `OUT/bench.json`; the exit
 /// status is 1 if some kernel failed its check (the tables say which).
 pub fn run(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
+    let _lock = lock_out_dir(&args.out)?;
     if args.search_efficiency {
         return search_efficiency(args, rt);
     }
@@ -92,6 +93,33 @@ pub fn run(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot write {}", json.display()))?;
     println!("wrote {}", json.display());
     Ok(u8::from(!failures.is_empty()))
+}
+
+/// The name of the lock file a running bench holds in its output directory.
+pub const LOCK_FILE: &str = ".scaletune-bench.lock";
+
+/// Takes `OUT/.scaletune-bench.lock` for the whole run: two benches in one
+/// output directory would time each other's kernels and remove each
+/// other's search-efficiency databases. The lock goes with the process
+/// (also on `kill -9`); the file stays.
+fn lock_out_dir(out: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let path = out.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => bail!(
+            "another `scaletune bench` is running in {} (it holds {}); wait for it to finish or pass another --out",
+            out.display(),
+            path.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
+    }
 }
 
 /// `bench --search-efficiency`: cold-start runs of both strategies and the table.

@@ -88,6 +88,11 @@ pub struct TuneArgs {
     /// Rounds of that re-measurement (each measures every one once, interleaved).
     #[arg(long, value_name = "R", default_value_t = ConfirmConfig::default().rounds)]
     pub confirm_rounds: usize,
+    /// During a timed job, each batch also measures the task's best
+    /// candidate so far again until it has N runs (its median then ranks
+    /// it; not a trial; 0 or 1: never).
+    #[arg(long, value_name = "N", default_value_t = ConfirmConfig::default().best_runs)]
+    pub recheck_best: usize,
     /// Continue job JOB (its own arguments; re-measures nothing, same seed stream).
     #[arg(long)]
     pub resume: Option<i64>,
@@ -152,7 +157,7 @@ impl TuneArgs {
                 ..TimingProtocol::default()
             },
             timeout_s: self.timeout,
-            confirm: ConfirmConfig { top: self.confirm, rounds: self.confirm_rounds },
+            confirm: ConfirmConfig { top: self.confirm, rounds: self.confirm_rounds, best_runs: self.recheck_best },
         })
     }
 }

@@ -23,11 +23,21 @@ pub struct ConfirmConfig {
     pub top: usize,
     /// Rounds; each measures every one of them once, in a rotated order.
     pub rounds: usize,
+    /// During the search, each batch also measures the task's current best
+    /// candidate again until it has this many runs (0 or 1: never), so a
+    /// lucky first run does not keep the lead, nor steer the mutations, for
+    /// long. Not a trial; timed objectives only.
+    #[serde(default = "default_best_runs")]
+    pub best_runs: usize,
+}
+
+fn default_best_runs() -> usize {
+    3
 }
 
 impl Default for ConfirmConfig {
     fn default() -> ConfirmConfig {
-        ConfirmConfig { top: 4, rounds: 3 }
+        ConfirmConfig { top: 4, rounds: 3, best_runs: default_best_runs() }
     }
 }
 
@@ -71,6 +81,41 @@ struct Rounds {
 }
 
 impl Loop<'_> {
+    /// The candidate a batch of `task` measures again besides its trials:
+    /// the best so far, while it has fewer than `best_runs` runs (timed
+    /// objectives only). Returns its record and trace.
+    pub(super) fn recheck(&self, task: &Task) -> Option<(i64, Trace)> {
+        if self.objective.kind != ObjectiveKind::Time {
+            return None;
+        }
+        let best = task.best_scored()?;
+        (best.runs < self.confirm.best_runs).then(|| (best.record, best.sample.trace.clone()))
+    }
+
+    /// Keeps a re-check's run in its record and re-ranks the task: by the
+    /// record's new median, or without the candidate if it crashed, hung or
+    /// computed a wrong result this time.
+    pub(super) fn recheck_result(
+        &self,
+        task: &mut Task,
+        record: i64,
+        m: &scaletune_measure::Measurement,
+    ) -> Result<(), DbError> {
+        let metrics = serde_json::to_string(&m.runs).unwrap_or_else(|_| "[]".into());
+        let objective = self.objective.value(m);
+        let run = NewRemeasurement { job_id: Some(self.job), status: m.status.name(), metrics: &metrics, objective };
+        let confirmed = self.db.remeasure(record, &run)?;
+        if DISQUALIFYING.contains(&m.status.name()) {
+            task.forget(record);
+            return Ok(());
+        }
+        if let Some(best) = task.elites.iter().find(|s| s.record == record) {
+            let (objective, runs) = (confirmed.unwrap_or(best.objective), best.runs + 1);
+            task.remeasured(record, objective, runs);
+        }
+        Ok(())
+    }
+
     /// Re-measures the best `cfg.top` candidates of every task `cfg.rounds`
     /// times and re-ranks each task's elites by their confirmed objectives.
     /// If the best is then a candidate not re-measured yet (it was behind
@@ -266,43 +311,56 @@ mod tests {
         fn batch(&mut self, _: &[Task], _: &LoopState, _: usize, _: usize, _: Duration) {}
     }
 
-    /// A 6-trial job of a small matmul on host through `runner`, then
-    /// re-measuring its best 2 twice; returns the database, the job's
-    /// outcome and the trace `db best` would give.
-    fn job(
-        runner: Scripted,
-        interrupt: Arc<Notify>,
-    ) -> (tempfile::TempDir, Database, crate::tune::job::Finished, String) {
+    /// What a scripted job left behind.
+    struct Ran {
+        _dir: tempfile::TempDir,
+        db: Database,
+        finished: crate::tune::job::Finished,
+        tasks: Vec<Task>,
+    }
+
+    /// A job of `trials` trials in batches of `batch` of a small matmul on
+    /// host through `runner`, with `confirm`.
+    fn run(runner: Arc<dyn Runner>, trials: usize, batch: usize, confirm: ConfirmConfig, interrupt: Arc<Notify>) -> Ran {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Database::open(&dir.path().join("t.db")).expect("opens");
         let reference = "matmul:M=16,N=16,K=8";
         let (target, kind, _) = runner_target("host", Some(RunnerKind::Native), &[]).expect("host");
-        let mut cfg = job_config(reference, "host", kind, &[], 6);
-        cfg.batch = 6;
-        cfg.confirm = ConfirmConfig { top: 2, rounds: 2 };
+        let mut cfg = job_config(reference, "host", kind, &[], trials);
+        cfg.batch = batch;
+        cfg.confirm = confirm;
         let mut s = setup(&cfg, &target, &db).expect("setup");
         let job_id =
             db.create_job(&NewJob { arguments: "{}".into(), seed: cfg.seed, strategy: "random".into() }).expect("job");
-        let farm = Farm::new(Arc::new(LlvmBuilder::new()), 2, vec![Arc::new(runner)]);
+        let farm = Farm::new(Arc::new(LlvmBuilder::new()), 2, vec![runner]);
         let label = cfg.runner_label();
         let lp = Loop::for_job(&db, job_id, &cfg, s.rows.clone(), &farm, &label, interrupt);
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let training = std::mem::take(&mut s.training);
         let finished = rt.block_on(lp.run(&mut s.tasks, training, LoopState::default(), &mut Quiet)).expect("runs");
-        let task = &s.tasks[0];
+        Ran { _dir: dir, db, finished, tasks: s.tasks }
+    }
+
+    /// As `db best`: the trace of the best record with a schedule (the unscheduled nest is the baseline).
+    fn db_best(db: &Database, task: &Task) -> String {
         let (wh, th) = (
             hash_text(&store::workload_definition(&task.workload)),
             hash_text(&store::target_definition(&task.target)),
         );
-        // As `db best`: the best record with a schedule (the unscheduled nest is the baseline).
-        let best = db
-            .best_k(&wh, &th, 10, &RecordFilter::default())
+        db.best_k(&wh, &th, 10, &RecordFilter::default())
             .expect("best")
             .into_iter()
             .find(|r| !r.trace.is_empty())
             .map(|r| r.trace.clone())
-            .unwrap_or_default();
-        (dir, db, finished, best)
+            .unwrap_or_default()
+    }
+
+    /// A 6-trial job in one batch, then re-measuring its best 2 twice;
+    /// returns the database, the job's outcome and the trace `db best` would give.
+    fn job(runner: Scripted, interrupt: Arc<Notify>) -> (tempfile::TempDir, Database, crate::tune::job::Finished, String) {
+        let ran = run(Arc::new(runner), 6, 6, ConfirmConfig { top: 2, rounds: 2, best_runs: 0 }, interrupt);
+        let best = db_best(&ran.db, &ran.tasks[0]);
+        (ran._dir, ran.db, ran.finished, best)
     }
 
     fn scripted(failure: Status, interrupt: Option<Arc<Notify>>) -> Scripted {
@@ -370,5 +428,66 @@ mod tests {
             .expect("records");
         assert_eq!(best, first_best.trace);
         assert_eq!(finished.state.confirmed_at, None, "a resumed job re-measures");
+    }
+
+    /// The first run of each object takes 1 ms + 0.1 ms per object seen
+    /// before it; any later run of it takes 5 ms.
+    #[derive(Default)]
+    struct LuckyFirst {
+        first: Mutex<HashMap<String, f64>>,
+    }
+
+    #[async_trait]
+    impl Runner for LuckyFirst {
+        fn name(&self) -> String {
+            "lucky-first".into()
+        }
+        fn accepts(&self, target: &Target, _vl_bits: u32) -> bool {
+            target.is_native()
+        }
+        async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
+            let vl = vl_bits.first().copied().unwrap_or(256);
+            let mut first = self.first.lock().expect("lock");
+            if first.contains_key(&built.artifact) {
+                return vec![timed(vl, 5e-3)];
+            }
+            let t = 1e-3 + 1e-4 * first.len() as f64;
+            first.insert(built.artifact.clone(), t);
+            vec![timed(vl, t)]
+        }
+    }
+
+    #[test]
+    fn the_best_so_far_is_measured_again_during_the_search_and_a_lucky_first_run_loses_the_lead() {
+        let confirm = ConfirmConfig { top: 0, rounds: 0, best_runs: 2 };
+        let ran = run(Arc::new(LuckyFirst::default()), 8, 4, confirm, Arc::new(Notify::new()));
+        let task = &ran.tasks[0];
+        let records = ran.db.all_records().expect("records");
+        // The first batch's best was measured again in the second batch (not a trial) ...
+        let rechecked: Vec<_> = records.iter().filter(|r| !r.remeasured.is_empty()).collect();
+        assert_eq!(rechecked.len(), 1, "one candidate re-checked");
+        let lucky = rechecked[0];
+        assert_eq!(lucky.trial_idx, task.incumbents.iter().position(Option::is_some).map_or(-1, |i| i as i64));
+        assert_eq!(lucky.remeasured.iter().map(|m| m.status.as_str()).collect::<Vec<_>>(), ["ok"]);
+        assert_eq!(records.iter().filter(|r| r.trial_idx >= 0).count(), 8, "re-checks are not trials");
+        // ... its median now ranks it, behind a candidate that never ran slow.
+        let median = lucky.confirmed.expect("confirmed");
+        assert!((median - (lucky.objective.expect("first") + 5e-3) / 2.0).abs() < 1e-12);
+        let best = task.best_scored().expect("best");
+        assert_ne!(best.record, lucky.id);
+        assert!(best.objective < median);
+        assert_eq!(task.elites.iter().find(|s| s.record == lucky.id).map(|s| (s.runs, s.objective)), Some((2, median)));
+        // The job's answer after each trial: the lucky one until its re-check.
+        assert_eq!(task.incumbents.len(), 8);
+        assert_eq!(task.incumbents[3], Some(lucky.id));
+        // A resumed job knows the runs from the database.
+        let cfg = {
+            let (_, kind, _) = runner_target("host", Some(RunnerKind::Native), &[]).expect("host");
+            job_config("matmul:M=16,N=16,K=8", "host", kind, &[], 8)
+        };
+        let (target, _, _) = runner_target("host", Some(RunnerKind::Native), &[]).expect("host");
+        let again = setup(&cfg, &target, &ran.db).expect("setup");
+        let restored = again.tasks[0].elites.iter().find(|s| s.record == lucky.id).expect("an elite");
+        assert_eq!((restored.runs, restored.objective), (2, median));
     }
 }

@@ -181,7 +181,7 @@ impl Loop<'_> {
                 continue;
             }
             let predicted = store::predicted_objectives(model.as_ref(), task, &rows, &samples);
-            let candidates: Vec<Candidate> = samples
+            let mut candidates: Vec<Candidate> = samples
                 .iter()
                 .enumerate()
                 .map(|(k, s)| {
@@ -190,6 +190,15 @@ impl Loop<'_> {
                         .with_timeout(self.timeout)
                 })
                 .collect();
+            // The best so far measured again (not a trial): the last candidate.
+            let recheck = self.recheck(task);
+            if let Some((_, trace)) = &recheck {
+                candidates.push(
+                    Candidate::new(samples.len() as u64, Arc::clone(&task.workload), Arc::clone(&task.target), trace.clone())
+                        .with_vl_bits(task.vls.clone())
+                        .with_timeout(self.timeout),
+                );
+            }
             let batch_start = Instant::now();
             let mut batch = self.farm.submit(candidates);
             let mut measured = 0;
@@ -199,6 +208,10 @@ impl Loop<'_> {
                     _ = self.interrupt.notified() => break true,
                 };
                 let Some(m) = m else { break false };
+                if let Some((record, _)) = recheck.as_ref().filter(|_| m.candidate as usize == samples.len()) {
+                    self.recheck_result(&mut tasks[ti], *record, &m)?;
+                    continue;
+                }
                 let Some(sample) = samples.get(m.candidate as usize) else { continue };
                 let (workload_id, target_id) = self.rows[ti];
                 let task = &mut tasks[ti];
@@ -238,6 +251,7 @@ impl Loop<'_> {
                 }
                 let best = task.best().or(task.baseline).unwrap_or(f64::INFINITY);
                 task.curve.push((state.trials, best));
+                task.incumbents.push(task.best_scored().map(|s| s.record));
                 observer.trial(tasks, &state);
             };
             if interrupted {

@@ -138,6 +138,9 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
             let Ok(trace) = parse_trace(&rec.trace) else { continue };
             let Some(sample) = task.restore(&rec.space_trace, &trace) else { continue };
             task.observe(&sample, objective, rec.id);
+            if let (Some(o), false) = (objective, rec.remeasured.is_empty()) {
+                task.remeasured(rec.id, o, 1 + rec.remeasured.len());
+            }
             if let Some(objective) = objective {
                 if let Some(features) = cost_model::sample_features(&task, &sample) {
                     training.push(Row { task: idx, features, objective });

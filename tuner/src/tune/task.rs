@@ -23,6 +23,8 @@ pub struct Scored {
     pub sample: Sample,
     /// Its record in the database.
     pub record: i64,
+    /// How often it was measured (the first run and every re-measurement).
+    pub runs: usize,
 }
 
 /// One workload on one target.
@@ -53,6 +55,9 @@ pub struct Task {
     pub statuses: BTreeMap<String, usize>,
     /// (job trial index, best objective so far) after each of this task's trials.
     pub curve: Vec<(usize, f64)>,
+    /// The best candidate's record after each of this task's trials (`None`
+    /// until one passed): what the job would answer if stopped there.
+    pub incumbents: Vec<Option<i64>>,
     /// The unscheduled nest's objective, when measured (the speed-up baseline).
     pub baseline: Option<f64>,
     /// Samples that could not be drawn (an empty or unusable design space).
@@ -82,6 +87,7 @@ impl Task {
             trials: 0,
             statuses: BTreeMap::new(),
             curve: Vec::new(),
+            incumbents: Vec::new(),
             baseline: None,
             draw_failures: 0,
         }
@@ -121,6 +127,19 @@ impl Task {
         }
     }
 
+    /// A record measured again: `runs` runs in all, `objective` their
+    /// median. The elites and parents are re-ranked.
+    pub fn remeasured(&mut self, record: i64, objective: f64, runs: usize) {
+        let lists = std::iter::once(&mut self.elites).chain(self.family_best.values_mut());
+        for list in lists {
+            for s in list.iter_mut().filter(|s| s.record == record) {
+                s.objective = objective;
+                s.runs = runs;
+            }
+            list.sort_by(|a, b| a.objective.total_cmp(&b.objective));
+        }
+    }
+
     /// True if the trace was measured already.
     pub fn is_measured(&self, trace: &Trace) -> bool {
         self.measured.contains(&trace.to_string())
@@ -130,7 +149,7 @@ impl Task {
     pub fn observe(&mut self, sample: &Sample, objective: Option<f64>, record: i64) {
         self.measured.insert(sample.trace.to_string());
         if let Some(objective) = objective {
-            let scored = Scored { objective, sample: sample.clone(), record };
+            let scored = Scored { objective, sample: sample.clone(), record, runs: 1 };
             let family = self.family_best.entry(sample.space_trace).or_default();
             let pos = family.partition_point(|s| s.objective <= objective);
             if pos < FAMILY_PARENTS {
