@@ -2,7 +2,7 @@
 
 use scaletune_database::{
     hash_text, Database, DbError, JobStatus, NewJob, NewRecord, NewRemeasurement, RecordFilter, RecordKey,
-    SCHEMA_VERSION,
+    APPLICATION_ID, SCHEMA_VERSION,
 };
 use std::path::Path;
 
@@ -312,16 +312,23 @@ fn a_record_with_unreadable_re_measurements_is_named_by_reads_and_by_check() {
     let file = path.display().to_string();
     for err in [db.job_history(j).expect_err("refused"), db.record(id).expect_err("refused")] {
         assert_eq!(
-            err.to_string().replace(&file, "<db>").split(": EOF").next().map(str::to_string),
-            Some(format!(
-                "<db> is not a usable SQLite database (record {id} has unreadable re-measurements"
-            ))
+            err.to_string().replace(&file, "<db>"),
+            format!(
+                "<db> is not a usable SQLite database (record {id} has unreadable re-measurements: \
+                 missing field `status` at line 1 column 11); it was left untouched"
+            )
         );
     }
     let report = db.check().expect("checks");
     assert!(!report.ok());
     assert_eq!(report.unreadable_runs, [id]);
-    assert!(report.to_string().contains(&format!("\nre-measurements: unreadable in record(s) {id}\n")), "{report}");
+    assert_eq!(
+        report.to_string(),
+        format!(
+            "integrity: ok\nforeign keys: ok\nre-measurements: unreadable in record(s) {id}\n\
+             schema version: {SCHEMA_VERSION} (this scaletune: {SCHEMA_VERSION})\napplication id: {APPLICATION_ID:#x}\nverdict: PROBLEMS"
+        )
+    );
 }
 
 fn refused_untouched(path: &Path) -> DbError {

@@ -123,7 +123,11 @@ fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
 fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("tune.db");
-    let out = tune(&db, &["--trials", "8", "--strategy", "random", "--confirm", "3", "--confirm-rounds", "2"]);
+    // (No re-checks during the search: only the end's runs are counted here.)
+    let out = tune(
+        &db,
+        &["--trials", "8", "--strategy", "random", "--confirm", "3", "--confirm-rounds", "2", "--recheck-best", "0"],
+    );
     let printed = stdout(&out);
     assert!(out.status.success(), "{}", text(&out));
     // Three candidates twice each, and a fourth if it became the best
@@ -169,7 +173,7 @@ fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
     assert_eq!(after, counts);
     // Without re-measuring, nothing is.
     let other = dir.path().join("plain.db");
-    let out = tune(&other, &["--trials", "4", "--strategy", "random", "--confirm", "0"]);
+    let out = tune(&other, &["--trials", "8", "--strategy", "random", "--confirm", "0", "--recheck-best", "0"]);
     assert!(out.status.success() && !stdout(&out).contains("re-measured"), "{}", text(&out));
     let o = scaletune(&["db", "export", "--db", other.to_str().expect("utf-8")]);
     assert!(stdout(&o).lines().all(|l| l.contains("\"remeasured\":[]")), "{}", stdout(&o));

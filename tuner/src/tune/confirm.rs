@@ -321,7 +321,13 @@ mod tests {
 
     /// A job of `trials` trials in batches of `batch` of a small matmul on
     /// host through `runner`, with `confirm`.
-    fn run(runner: Arc<dyn Runner>, trials: usize, batch: usize, confirm: ConfirmConfig, interrupt: Arc<Notify>) -> Ran {
+    fn run(
+        runner: Arc<dyn Runner>,
+        trials: usize,
+        batch: usize,
+        confirm: ConfirmConfig,
+        interrupt: Arc<Notify>,
+    ) -> Ran {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Database::open(&dir.path().join("t.db")).expect("opens");
         let reference = "matmul:M=16,N=16,K=8";
@@ -357,7 +363,10 @@ mod tests {
 
     /// A 6-trial job in one batch, then re-measuring its best 2 twice;
     /// returns the database, the job's outcome and the trace `db best` would give.
-    fn job(runner: Scripted, interrupt: Arc<Notify>) -> (tempfile::TempDir, Database, crate::tune::job::Finished, String) {
+    fn job(
+        runner: Scripted,
+        interrupt: Arc<Notify>,
+    ) -> (tempfile::TempDir, Database, crate::tune::job::Finished, String) {
         let ran = run(Arc::new(runner), 6, 6, ConfirmConfig { top: 2, rounds: 2, best_runs: 0 }, interrupt);
         let best = db_best(&ran.db, &ran.tasks[0]);
         (ran._dir, ran.db, ran.finished, best)

@@ -194,9 +194,14 @@ impl Loop<'_> {
             let recheck = self.recheck(task);
             if let Some((_, trace)) = &recheck {
                 candidates.push(
-                    Candidate::new(samples.len() as u64, Arc::clone(&task.workload), Arc::clone(&task.target), trace.clone())
-                        .with_vl_bits(task.vls.clone())
-                        .with_timeout(self.timeout),
+                    Candidate::new(
+                        samples.len() as u64,
+                        Arc::clone(&task.workload),
+                        Arc::clone(&task.target),
+                        trace.clone(),
+                    )
+                    .with_vl_bits(task.vls.clone())
+                    .with_timeout(self.timeout),
                 );
             }
             let batch_start = Instant::now();
