@@ -264,15 +264,14 @@ impl Database {
             "SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE r.workload_id = ?1 AND r.target_id = ?2 \
              AND r.trace_hash = ?3 AND r.vl_set = ?4 AND r.runner = ?5"
         );
-        Ok(self
-            .conn()
+        self.conn()
             .query_row(
                 &sql,
                 (key.workload_id, key.target_id, &key.trace_hash, &key.vl_set, &key.runner),
                 record_from_row,
             )
             .optional()
-            .map_err(|e| read_error(self.path(), e))?)
+            .map_err(|e| read_error(self.path(), e))
     }
 
     /// A record by id.
