@@ -60,17 +60,9 @@ pub struct Timing {
 impl Timing {
     /// Summarizes repeats (seconds per call).
     pub fn from_repeats(repeats_s: Vec<f64>, number: u32) -> Timing {
-        let mut sorted = repeats_s.clone();
-        sorted.sort_by(|a, b| a.total_cmp(b));
-        let n = sorted.len();
-        let median_s = if n == 0 {
-            f64::NAN
-        } else if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
-        let spread = if n == 0 || median_s <= 0.0 { f64::NAN } else { (sorted[n - 1] - sorted[0]) / median_s };
+        let median_s = crate::stats::median(repeats_s.clone()).unwrap_or(f64::NAN);
+        let (lo, hi) = repeats_s.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let spread = if repeats_s.is_empty() || median_s <= 0.0 { f64::NAN } else { (hi - lo) / median_s };
         Timing { repeats_s, median_s, spread, number }
     }
 }

@@ -1,4 +1,15 @@
-//! Rank statistics for judging measurements: Kendall's tau-b between two figures of the same candidates.
+//! Statistics for judging measurements: the median, and Kendall's tau-b between two figures of the same candidates.
+
+/// The median of `xs` (the mean of the middle two for an even count;
+/// `None` when empty). Values compare with `f64::total_cmp`.
+pub fn median(mut xs: Vec<f64>) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    Some(if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 })
+}
 
 /// Kendall's tau-b of two equally long samples: +1 when they rank every
 /// pair alike, -1 when they rank every pair oppositely, with ties in either
@@ -35,10 +46,17 @@ pub fn kendall_tau_b(x: &[f64], y: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::kendall_tau_b;
+    use super::{kendall_tau_b, median};
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn the_median_is_the_middle_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 
     #[test]

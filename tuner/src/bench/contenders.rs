@@ -4,6 +4,7 @@ use super::baseline::{self, BaselineKind};
 use super::BenchError;
 use scaletune_codegen::target::Target;
 use scaletune_measure::builder::Builder;
+use scaletune_measure::stats::median;
 use scaletune_measure::{
     Built, Candidate, LlvmBuilder, NativeRunner, QemuRunner, Status, TimingProtocol, VlMeasurement,
 };
@@ -171,15 +172,6 @@ pub fn median_of_peak(rounds: &[VlMeasurement], peaks: &[f64], flops: f64) -> Op
 /// A round's median seconds per call, if it passed.
 fn round_time(m: &VlMeasurement) -> Option<f64> {
     (m.status == Status::Ok).then(|| m.timing.as_ref().map(|t| t.median_s)).flatten()
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 #[cfg(test)]

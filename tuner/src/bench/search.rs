@@ -227,16 +227,12 @@ pub fn table(reference: &str, runs: &[Run], flops: Option<f64>, remeasured: Opti
     }
     let median = |s: StrategyKind| -> Option<f64> {
         // A run that never reached the goal counts as one trial past its budget.
-        let mut v: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.strategy == s)
-            .map(|r| r.trials_to(goal).unwrap_or(r.best_so_far.len() + 1) as f64)
-            .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        Some(if v.len() % 2 == 1 { v[v.len() / 2] } else { (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0 })
+        scaletune_measure::stats::median(
+            runs.iter()
+                .filter(|r| r.strategy == s)
+                .map(|r| r.trials_to(goal).unwrap_or(r.best_so_far.len() + 1) as f64)
+                .collect(),
+        )
     };
     let (r, e) = (median(StrategyKind::Random), median(StrategyKind::Evolutionary));
     for (name, m) in [("random", r), ("evolutionary", e)] {

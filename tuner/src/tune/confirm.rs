@@ -499,4 +499,12 @@ mod tests {
         let restored = again.tasks[0].elites.iter().find(|s| s.record == lucky.id).expect("an elite");
         assert_eq!((restored.runs, restored.objective), (2, median));
     }
+
+    #[test]
+    fn a_job_stored_before_re_checks_existed_resumes_with_the_default() {
+        let old: ConfirmConfig = serde_json::from_str(r#"{"top":4,"rounds":3}"#).expect("parses");
+        assert_eq!(old, ConfirmConfig::default());
+        let off: ConfirmConfig = serde_json::from_str(r#"{"top":0,"rounds":3,"best_runs":0}"#).expect("parses");
+        assert_eq!(off.best_runs, 0);
+    }
 }
