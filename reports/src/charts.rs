@@ -87,19 +87,21 @@ fn span(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     (if from_zero && lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
 }
 
-/// A number as an axis label: short, with an SI suffix for large and small magnitudes.
+/// A number as an axis label: short, with an SI suffix for large and small
+/// magnitudes, and no trailing zeros (`25m`, not `25.000m`).
 pub fn axis_number(x: f64) -> String {
-    let a = x.abs();
-    match a {
-        0.0 => "0".into(),
-        a if a >= 1e9 => format!("{:.3}G", x / 1e9),
-        a if a >= 1e6 => format!("{:.3}M", x / 1e6),
-        a if a >= 1e4 => format!("{:.1}k", x / 1e3),
-        a if a >= 1.0 => format!("{x:.4}").trim_end_matches('0').trim_end_matches('.').to_string(),
-        a if a >= 1e-3 => format!("{:.3}m", x * 1e3),
-        a if a >= 1e-6 => format!("{:.3}u", x * 1e6),
-        _ => format!("{x:.2e}"),
-    }
+    let (scaled, decimals, suffix) = match x.abs() {
+        0.0 => return "0".into(),
+        a if a >= 1e9 => (x / 1e9, 3, "G"),
+        a if a >= 1e6 => (x / 1e6, 3, "M"),
+        a if a >= 1e4 => (x / 1e3, 1, "k"),
+        a if a >= 1.0 => (x, 4, ""),
+        a if a >= 1e-3 => (x * 1e3, 3, "m"),
+        a if a >= 1e-6 => (x * 1e6, 3, "u"),
+        _ => return format!("{x:.2e}"),
+    };
+    let text = format!("{scaled:.decimals$}");
+    format!("{}{suffix}", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), ReportError>
@@ -256,4 +258,31 @@ pub fn png(chart: &Chart, path: &Path) -> Result<(), ReportError> {
         ReportError::Draw(m) => ReportError::Draw(format!("{}: {m}", path.display())),
         e => e,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::axis_number;
+
+    #[test]
+    fn axis_labels_are_short_and_have_no_trailing_zeros() {
+        let cases = [
+            (0.0, "0"),
+            (0.025, "25m"),
+            (0.0025, "2.5m"),
+            (0.00065, "650u"),
+            (0.000_000_5, "5.00e-7"),
+            (1.0, "1"),
+            (2.125, "2.125"),
+            (3.3333333, "3.3333"),
+            (12_345.0, "12.3k"),
+            (20_000.0, "20k"),
+            (1_500_000.0, "1.5M"),
+            (2e9, "2G"),
+            (-0.025, "-25m"),
+        ];
+        let got: Vec<(f64, String)> = cases.iter().map(|&(x, _)| (x, axis_number(x))).collect();
+        let want: Vec<(f64, String)> = cases.iter().map(|&(x, s)| (x, s.to_string())).collect();
+        assert_eq!(got, want);
+    }
 }

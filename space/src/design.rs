@@ -57,14 +57,35 @@ pub struct Sample {
     pub rejected: u32,
 }
 
+/// What a design space is generated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpaceOptions {
+    /// Whether candidates may run loops on several threads. When they run
+    /// on one thread (`tune --threads 1`, emulation), a parallel loop's
+    /// chunk count changes nothing measured, so the space leaves the
+    /// parallel rule out instead of sampling a decision that cannot matter.
+    pub parallel: bool,
+}
+
+impl Default for SpaceOptions {
+    fn default() -> SpaceOptions {
+        SpaceOptions { parallel: true }
+    }
+}
+
 /// Maximum draws per sample before giving up.
 const MAX_ATTEMPTS: u32 = 64;
 
 impl DesignSpace {
+    /// The design space of `nest` with the default options (parallel loops allowed).
+    pub fn generate(nest: &Nest) -> DesignSpace {
+        DesignSpace::generate_with(nest, SpaceOptions::default())
+    }
+
     /// Applies the rules to the nest: workload rules, then for each block (in
     /// reverse statement order) the first block rule that applies, then the
-    /// final rules.
-    pub fn generate(nest: &Nest) -> DesignSpace {
+    /// final rules (without the parallel rule unless `options.parallel`).
+    pub fn generate_with(nest: &Nest, options: SpaceOptions) -> DesignSpace {
         let mut states = vec![State::new(nest.clone())];
         for r in workload_rules() {
             states = states.into_iter().flat_map(|s| r.apply(&s).unwrap_or_else(|| vec![s])).collect();
@@ -84,7 +105,7 @@ impl DesignSpace {
             next.extend(branch);
         }
         let mut states = next;
-        for r in final_rules() {
+        for r in final_rules(options.parallel) {
             states = states.into_iter().flat_map(|s| r.apply(&s).unwrap_or_else(|| vec![s])).collect();
         }
         let traces = states
@@ -123,9 +144,23 @@ impl DesignSpace {
     /// Draws one schedule: a design trace uniformly, then its decisions.
     /// Draws whose decisions do not apply are retried (and counted).
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> Result<Sample, TraceError> {
+        self.draw(rng, |r| r.gen_range(0..self.traces.len()))
+    }
+
+    /// Draws one schedule of design trace `k` (which must exist), retrying
+    /// draws whose decisions do not apply.
+    pub fn sample_trace(&self, k: usize, rng: &mut ChaCha8Rng) -> Result<Sample, TraceError> {
+        self.draw(rng, |_| k)
+    }
+
+    /// Up to [`MAX_ATTEMPTS`] draws, each from the design trace `pick` names.
+    fn draw(&self, rng: &mut ChaCha8Rng, pick: impl Fn(&mut ChaCha8Rng) -> usize) -> Result<Sample, TraceError> {
         let mut last_err = None;
         for attempt in 0..MAX_ATTEMPTS {
-            let k = rng.gen_range(0..self.traces.len());
+            if self.traces.is_empty() {
+                break;
+            }
+            let k = pick(rng);
             let mut nest = self.nest.clone();
             match self.traces[k].trace.sample(&mut nest, rng) {
                 Ok((trace, _)) => return Ok(Sample { space_trace: k, trace, nest, rejected: attempt }),
@@ -354,6 +389,25 @@ mod tests {
         assert_eq!(t.size(), Count::AtMost(18 * 6 * 4));
         assert_eq!(space.size(), Count::AtMost(18 * 6 * 4));
         assert_eq!(distinct_schedules(&space, 0, 20_000), 4 * 70);
+    }
+
+    #[test]
+    fn a_one_thread_space_has_no_parallel_loops_and_no_chunk_decision() {
+        // The space above without the parallel rule: the 18 three-level
+        // tilings of 12 times 4 unroll depths, every one reachable; the
+        // default space of the same nest keeps its parallel loop.
+        let w = load("scale_add:N=12").expect("loads");
+        let nest = Nest::from_workload(&w, VectorCaps::fixed(128));
+        let serial = DesignSpace::generate_with(&nest, SpaceOptions { parallel: false });
+        let parallel = DesignSpace::generate(&nest);
+        assert_eq!(serial.traces.len(), 1);
+        let t = &serial.traces[0];
+        assert!(!t.trace.insts.iter().any(|i| matches!(i, Inst::Parallel { .. })), "{}", t.trace);
+        assert!(!t.rules.iter().any(|r| r == "parallel"), "{:?}", t.rules);
+        assert_eq!(serial.size(), Count::Exact(18 * 4));
+        assert_eq!(distinct_schedules(&serial, 0, 5_000), 18 * 4);
+        assert!(parallel.traces[0].trace.insts.iter().any(|i| matches!(i, Inst::Parallel { .. })));
+        assert_eq!(SpaceOptions::default(), SpaceOptions { parallel: true });
     }
 
     #[test]

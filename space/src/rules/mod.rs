@@ -53,7 +53,13 @@ pub fn block_rules() -> Vec<Box<dyn BlockRule>> {
     ]
 }
 
-/// Rules run once after the per-block rules, in order.
-pub fn final_rules() -> Vec<Box<dyn WorkloadRule>> {
-    vec![Box::new(parallel::Parallel), Box::new(unroll::UnrollDepth)]
+/// Rules run once after the per-block rules, in order; the parallel rule
+/// only when the candidates may run on several threads.
+pub fn final_rules(parallel: bool) -> Vec<Box<dyn WorkloadRule>> {
+    let mut rules: Vec<Box<dyn WorkloadRule>> = Vec::new();
+    if parallel {
+        rules.push(Box::new(parallel::Parallel));
+    }
+    rules.push(Box::new(unroll::UnrollDepth));
+    rules
 }

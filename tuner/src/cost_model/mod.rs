@@ -83,17 +83,26 @@ impl CostModel {
     /// `cache` and adding those of the others (a search ranks a candidate
     /// more than once: in its generation, then in the final pool).
     pub fn rank_cached(&self, task: &Task, samples: &[Sample], cache: &mut FeatureCache) -> Vec<usize> {
+        rank_scores(self.predict_cached(task, samples, cache))
+    }
+
+    /// Predicted (centred log) objectives of `samples`, `None` for those
+    /// that do not lower, with features taken from and added to `cache`.
+    pub fn predict_cached(&self, task: &Task, samples: &[Sample], cache: &mut FeatureCache) -> Vec<Option<f32>> {
         let feats = cache.features(task, samples);
         let known: Vec<Vec<f32>> = feats.iter().flatten().map(|f| f.to_vec()).collect();
         let mut predicted = self.predict(&known).into_iter();
-        let mut scored: Vec<(usize, f32)> = feats
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (i, if f.is_some() { predicted.next().unwrap_or(f32::INFINITY) } else { f32::INFINITY }))
-            .collect();
-        scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        scored.into_iter().map(|(i, _)| i).collect()
+        feats.iter().map(|f| f.as_ref().and_then(|_| predicted.next())).collect()
     }
+}
+
+/// Indices of `scores` ordered lowest first; `None` goes last (ties keep
+/// the order of `scores`).
+pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
+    let mut scored: Vec<(usize, f32)> =
+        scores.into_iter().enumerate().map(|(i, s)| (i, s.unwrap_or(f32::INFINITY))).collect();
+    scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    scored.into_iter().map(|(i, _)| i).collect()
 }
 
 /// Features of samples by trace text, computed once each, on every core.

@@ -68,6 +68,26 @@ pub fn fresh_samples(
     new_samples(task, n, attempts, seen, rng, |r| task.space.sample(r).ok())
 }
 
+/// Fresh samples spread over the design-space traces: the `j`-th draw comes
+/// from the `j mod T`-th of the `T` traces in [`Task::least_tried`] order
+/// (ties broken at random), so the traces measured least are drawn from
+/// first and every trace is drawn from before any twice. Otherwise as
+/// [`fresh_samples`].
+pub fn spread_samples(
+    task: &Task,
+    n: usize,
+    attempts: usize,
+    seen: &mut HashSet<String>,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Sample> {
+    if task.space.traces.is_empty() {
+        return Vec::new();
+    }
+    let tiebreak: Vec<u64> = task.space.traces.iter().map(|_| rng.gen()).collect();
+    let order = task.least_tried(&tiebreak);
+    new_samples_indexed(task, n, attempts, seen, rng, |j, r| task.space.sample_trace(order[j % order.len()], r).ok())
+}
+
 /// Samples made by `make` that are new (neither measured nor in `seen`,
 /// which they are added to): at most `n`, calling `make` at most `attempts`
 /// times. The calls run on every core, each with an RNG of its own seeded
@@ -81,14 +101,26 @@ pub fn new_samples(
     rng: &mut ChaCha8Rng,
     make: impl Fn(&mut ChaCha8Rng) -> Option<Sample> + Sync,
 ) -> Vec<Sample> {
+    new_samples_indexed(task, n, attempts, seen, rng, |_, r| make(r))
+}
+
+/// [`new_samples`] with `make` also given the call's number (0, 1, ... in call order).
+fn new_samples_indexed(
+    task: &Task,
+    n: usize,
+    attempts: usize,
+    seen: &mut HashSet<String>,
+    rng: &mut ChaCha8Rng,
+    make: impl Fn(usize, &mut ChaCha8Rng) -> Option<Sample> + Sync,
+) -> Vec<Sample> {
     let mut out = Vec::new();
     let mut tried = 0;
     while out.len() < n && tried < attempts {
         let round = (n - out.len()).min(attempts - tried);
+        let seeds: Vec<(usize, u64)> = (0..round).map(|j| (tried + j, rng.gen())).collect();
         tried += round;
-        let seeds: Vec<u64> = (0..round).map(|_| rng.gen()).collect();
         let made: Vec<Option<Sample>> =
-            seeds.par_iter().map(|&seed| make(&mut ChaCha8Rng::seed_from_u64(seed))).collect();
+            seeds.par_iter().map(|&(j, seed)| make(j, &mut ChaCha8Rng::seed_from_u64(seed))).collect();
         for s in made.into_iter().flatten() {
             if out.len() >= n {
                 break;
@@ -101,4 +133,57 @@ pub fn new_samples(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scaletune_codegen::pipeline::initial_nest;
+    use scaletune_codegen::target::Target;
+    use scaletune_space::design::DesignSpace;
+    use scaletune_space::workload::load;
+    use std::sync::Arc;
+
+    fn task() -> Task {
+        let w = Arc::new(load("matmul:M=64,N=64,K=64").expect("workload"));
+        let t = Arc::new(Target::load("host").expect("target"));
+        let space = DesignSpace::generate(&initial_nest(&w, &t));
+        Task::new(0, w, t, 1.0, Vec::new(), space)
+    }
+
+    fn families(samples: &[Sample]) -> Vec<usize> {
+        let mut f: Vec<usize> = samples.iter().map(|s| s.space_trace).collect();
+        f.sort_unstable();
+        f
+    }
+
+    #[test]
+    fn spread_samples_draw_every_design_space_trace_once_the_least_tried_first() {
+        let mut t = task();
+        let n = t.space.traces.len();
+        assert!(n >= 4, "{n} design-space traces");
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let all = spread_samples(&t, n, 20 * n, &mut HashSet::new(), &mut rng);
+        assert_eq!(families(&all), (0..n).collect::<Vec<_>>(), "one of each trace");
+        // Trace 0 measured twice, trace 1 once: a batch of n - 1 leaves out trace 0.
+        for (r, s) in [&all[0], &all[1], &all[2]].into_iter().enumerate() {
+            let mut s = s.clone();
+            s.space_trace = if r < 2 { 0 } else { 1 };
+            t.observe(&s, None, r as i64);
+        }
+        let some = spread_samples(&t, n - 1, 20 * n, &mut HashSet::new(), &mut rng);
+        assert_eq!(families(&some), (1..n).collect::<Vec<_>>());
+        let most = spread_samples(&t, n - 2, 20 * n, &mut HashSet::new(), &mut rng);
+        assert_eq!(families(&most), (2..n).collect::<Vec<_>>());
+        // Drawn again with the same seed, the same samples.
+        let again = |seed| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            spread_samples(&t, 2 * n, 40 * n, &mut HashSet::new(), &mut rng)
+                .iter()
+                .map(|s| s.trace.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(again(9), again(9));
+        assert_eq!(again(9).len(), 2 * n);
+    }
 }

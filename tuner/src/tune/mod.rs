@@ -23,7 +23,7 @@ use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_database::Database;
 use scaletune_measure::{Measurement, TimingProtocol, VlMeasurement};
-use scaletune_space::design::DesignSpace;
+use scaletune_space::design::{DesignSpace, SpaceOptions};
 use scaletune_space::trace::parse_trace;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -78,6 +78,14 @@ impl JobConfig {
         }
     }
 
+    /// The space options of this job's tasks: no parallel loops when every
+    /// candidate runs on one thread (`--threads 1`, or QEMU), since their
+    /// chunk counts could not change a measurement.
+    pub fn space_options(&self) -> SpaceOptions {
+        let one_thread = self.runner == RunnerKind::Qemu || self.protocol.threads == Some(1);
+        SpaceOptions { parallel: !one_thread }
+    }
+
     /// The default objective of a runner: time on real machines, estimated cycles under QEMU.
     pub fn default_objective(runner: RunnerKind) -> ObjectiveKind {
         match runner {
@@ -109,7 +117,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
     for (idx, (reference, weight)) in cfg.workloads.iter().enumerate() {
         let w = load_workload(reference)?;
         let nest = initial_nest(&w, &target);
-        let space = DesignSpace::generate(&nest);
+        let space = DesignSpace::generate_with(&nest, cfg.space_options());
         let vls = if cfg.vls.is_empty() { target.default_vl_bits.clone() } else { cfg.vls.clone() };
         let workload_row = db.upsert_workload(&store::workload_definition(&w))?;
         if let Some(flops) = w.flops() {
@@ -151,4 +159,35 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
         tasks.push(task);
     }
     Ok(Setup { tasks, rows, training })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::tuned::job_config;
+    use scaletune_space::trace::Inst;
+
+    /// Whether any design-space trace of the job's one task runs a loop in parallel.
+    fn searches_parallel_loops(cfg: &JobConfig) -> bool {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("t.db")).expect("db");
+        let target = Target::load(&cfg.target).expect("target");
+        let s = setup(cfg, &target, &db).expect("setup");
+        assert!(!s.tasks[0].space.traces.is_empty());
+        s.tasks[0].space.traces.iter().any(|t| t.trace.insts.iter().any(|i| matches!(i, Inst::Parallel { .. })))
+    }
+
+    #[test]
+    fn jobs_whose_candidates_run_on_one_thread_search_no_parallel_loops() {
+        let mut cfg = job_config("matmul:M=64,N=64,K=64", "host", RunnerKind::Native, &[], 8);
+        assert_eq!(cfg.protocol.threads, Some(1));
+        assert!(!searches_parallel_loops(&cfg));
+        cfg.protocol.threads = None;
+        assert!(searches_parallel_loops(&cfg));
+        cfg.protocol.threads = Some(2);
+        assert!(searches_parallel_loops(&cfg));
+        cfg.runner = RunnerKind::Qemu;
+        cfg.target = "neoverse-v1".into();
+        assert!(!searches_parallel_loops(&cfg), "emulated runs use one thread");
+    }
 }

@@ -49,6 +49,9 @@ pub struct Task {
     /// Per design-space trace, its best measured samples, best first (at
     /// most [`FAMILY_PARENTS`]).
     pub family_best: BTreeMap<usize, Vec<Scored>>,
+    /// Per design-space trace, how many of its samples were measured (by
+    /// this job or found in the database; failures included).
+    pub family_tries: BTreeMap<usize, usize>,
     /// Trials this job ran for the task (failures included).
     pub trials: usize,
     /// Trials this job ran per status name.
@@ -84,6 +87,7 @@ impl Task {
             measured: HashSet::new(),
             elites: Vec::new(),
             family_best: BTreeMap::new(),
+            family_tries: BTreeMap::new(),
             trials: 0,
             statuses: BTreeMap::new(),
             curve: Vec::new(),
@@ -140,6 +144,14 @@ impl Task {
         }
     }
 
+    /// The design-space traces, those with the fewest measured samples
+    /// first; ties in the order of `tiebreak` (one key per trace).
+    pub fn least_tried(&self, tiebreak: &[u64]) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.space.traces.len()).collect();
+        order.sort_by_key(|&k| (self.family_tries.get(&k).copied().unwrap_or(0), tiebreak.get(k).copied().unwrap_or(0)));
+        order
+    }
+
     /// True if the trace was measured already.
     pub fn is_measured(&self, trace: &Trace) -> bool {
         self.measured.contains(&trace.to_string())
@@ -148,6 +160,9 @@ impl Task {
     /// Records a measured sample (an objective only for `ok` candidates).
     pub fn observe(&mut self, sample: &Sample, objective: Option<f64>, record: i64) {
         self.measured.insert(sample.trace.to_string());
+        if sample.space_trace < self.space.traces.len() {
+            *self.family_tries.entry(sample.space_trace).or_default() += 1;
+        }
         if let Some(objective) = objective {
             let scored = Scored { objective, sample: sample.clone(), record, runs: 1 };
             let family = self.family_best.entry(sample.space_trace).or_default();
@@ -223,5 +238,28 @@ mod tests {
         assert_eq!(t.elites.len(), ELITES - 1);
         assert_eq!(t.family_best[&1].iter().map(|s| s.record).collect::<Vec<_>>(), [100]);
         assert_eq!(families(&t.parents()[ELITES - 1..]), [1]);
+    }
+
+    #[test]
+    fn the_least_tried_design_space_traces_come_first_and_failures_count_as_tries() {
+        let mut t = task();
+        let n = t.space.traces.len();
+        assert!(n >= 3, "{n} design-space traces");
+        for r in 0..3 {
+            let s = sample(&t, 0);
+            t.observe(&s, Some(1.0), r);
+        }
+        let s = sample(&t, 1);
+        t.observe(&s, None, 10);
+        // The unscheduled baseline belongs to no design-space trace.
+        let s = sample(&t, usize::MAX);
+        t.observe(&s, Some(5.0), 11);
+        assert_eq!(t.family_tries.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(), [(0, 3), (1, 1)]);
+        // Ties (the untried traces) go by the keys: here the later trace first.
+        let keys: Vec<u64> = (0..n as u64).rev().collect();
+        let order = t.least_tried(&keys);
+        let untried: Vec<usize> = (2..n).rev().collect();
+        assert_eq!(order[..n - 2], untried[..]);
+        assert_eq!(order[n - 2..], [1, 0]);
     }
 }
