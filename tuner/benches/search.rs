@@ -2,7 +2,9 @@
 //!
 //! `cargo bench -p scaletune --bench search`. Criterion reports elements
 //! per second: each iteration proposes (as `tune` does: fresh samples, or
-//! mutants of 16 elites) and scores 256 new candidates on every core.
+//! mutants of 16 elites) and scores 256 new candidates on every core;
+//! `mutate_and_score_one_thread` does so in the space of a one-thread job
+//! (no parallel loops).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use scaletune::cost_model::{sample_features, CostModel, FeatureCache, Row};
@@ -11,9 +13,9 @@ use scaletune::search::fresh_samples;
 use scaletune::tune::task::Task;
 use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
-use scaletune_space::design::{DesignSpace, Sample};
+use scaletune_space::design::{DesignSpace, Sample, SpaceOptions};
 use scaletune_space::sample::task_rng;
-use scaletune_space::workload::load;
+use scaletune_space::workload::{load, Workload};
 use std::collections::HashSet;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -60,7 +62,29 @@ fn bench(c: &mut Criterion) {
             black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()))
         })
     });
+    // The space of a one-thread job (`tune --threads 1`, QEMU): no parallel loops.
+    let (serial, serial_parents) = task_with_elites(&w, &t, SpaceOptions { parallel: false });
+    let mut rng = task_rng(14, 0);
+    g.bench_function("mutate_and_score_one_thread", |b| {
+        b.iter(|| {
+            let pool = evolutionary.breed(&serial, &serial_parents, BATCH, &mut HashSet::new(), &mut rng);
+            black_box(model.rank_cached(&serial, &pool, &mut FeatureCache::default()))
+        })
+    });
     g.finish();
+}
+
+/// A task of `options`' space with 16 sampled elites, and those elites.
+fn task_with_elites(w: &Arc<Workload>, t: &Arc<Target>, options: SpaceOptions) -> (Task, Vec<Sample>) {
+    let space = DesignSpace::generate_with(&initial_nest(w, t), options);
+    let mut task = Task::new(0, Arc::clone(w), Arc::clone(t), 1.0, Vec::new(), space);
+    let mut rng = task_rng(11, 1);
+    for i in 0..16 {
+        let s = task.space.sample(&mut rng).expect("samples");
+        task.observe(&s, Some(1.0 + i as f64), i);
+    }
+    let parents = task.elites.iter().map(|s| s.sample.clone()).collect();
+    (task, parents)
 }
 
 criterion_group!(benches, bench);

@@ -178,7 +178,14 @@ fn search_efficiency_runs_both_strategies_from_cold_starts() {
         "{masked:#?}"
     );
     assert!(masked[1].starts_with("search efficiency of matmul:M=#,N=#,K=#: best of all runs # GFLOPS; goal # GFLOPS"));
-    assert!(masked.last().is_some_and(|l| l.starts_with("random needs #x the trials of evolutionary")), "{masked:#?}");
+    // A ratio of medians, a bound when random's median run never got there, or none.
+    let last = masked.last().expect("lines");
+    assert!(
+        last.starts_with("random needs #x the trials of evolutionary")
+            || last.starts_with("random needs more than #x the trials of evolutionary (its median run did not get there in #)")
+            || last == "no ratio: evolutionary's median run did not get there in # trials",
+        "{masked:#?}"
+    );
     for s in ["random-1.db", "evolutionary-1.db"] {
         assert!(dir.path().join("search").join(s).exists(), "{s}");
     }

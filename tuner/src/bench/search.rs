@@ -234,14 +234,36 @@ pub fn table(reference: &str, runs: &[Run], flops: Option<f64>, remeasured: Opti
                 .collect(),
         )
     };
-    let (r, e) = (median(StrategyKind::Random), median(StrategyKind::Evolutionary));
+    // The most trials a run of the strategy had: a median above it is "never".
+    let budget = |s: StrategyKind| runs.iter().filter(|r| r.strategy == s).map(|r| r.best_so_far.len()).max();
+    let reached = |s: StrategyKind| median(s).zip(budget(s)).map(|(m, b)| (m, m <= b as f64, b));
+    let (r, e) = (reached(StrategyKind::Random), reached(StrategyKind::Evolutionary));
     for (name, m) in [("random", r), ("evolutionary", e)] {
-        if let Some(m) = m {
-            let _ = writeln!(out, "median trials to 95% ({name}): {m}");
+        match m {
+            Some((m, true, _)) => {
+                let _ = writeln!(out, "median trials to 95% ({name}): {m}");
+            }
+            Some((_, false, b)) => {
+                let _ = writeln!(out, "median trials to 95% ({name}): never within {b}");
+            }
+            None => {}
         }
     }
-    if let (Some(r), Some(e)) = (r, e) {
-        let _ = writeln!(out, "random needs {:.2}x the trials of evolutionary", r / e);
+    match (r, e) {
+        (Some((r, true, _)), Some((e, true, _))) => {
+            let _ = writeln!(out, "random needs {:.2}x the trials of evolutionary", r / e);
+        }
+        (Some((r, false, b)), Some((e, true, _))) => {
+            let _ = writeln!(
+                out,
+                "random needs more than {:.2}x the trials of evolutionary (its median run did not get there in {b})",
+                (r - 1.0) / e
+            );
+        }
+        (Some(_), Some((_, false, b))) => {
+            let _ = writeln!(out, "no ratio: evolutionary's median run did not get there in {b} trials");
+        }
+        _ => {}
     }
     out
 }
@@ -304,5 +326,30 @@ mod tests {
             random needs 2.00x the trials of evolutionary
         "#]]
         .assert_eq(&t);
+    }
+
+    #[test]
+    fn a_median_run_that_never_gets_there_is_a_bound_not_a_count() {
+        let never = [Some(4.0), Some(3.0), Some(2.0)];
+        let runs = vec![
+            run(StrategyKind::Random, &never),
+            run(StrategyKind::Random, &never),
+            run(StrategyKind::Random, &[Some(1.0), Some(1.0), Some(1.0)]),
+            run(StrategyKind::Evolutionary, &[Some(1.0), Some(1.0), Some(1.0)]),
+        ];
+        let t = table("w", &runs, None, None);
+        let tail: Vec<&str> = t.lines().skip(7).collect();
+        assert_eq!(
+            tail,
+            [
+                "median trials to 95% (random): never within 3",
+                "median trials to 95% (evolutionary): 1",
+                "random needs more than 3.00x the trials of evolutionary (its median run did not get there in 3)",
+            ],
+            "{t}"
+        );
+        let runs = vec![run(StrategyKind::Random, &never), run(StrategyKind::Evolutionary, &never)];
+        let t = table("w", &runs, None, None);
+        assert!(t.ends_with("no ratio: evolutionary's median run did not get there in 3 trials\n"), "{t}");
     }
 }
