@@ -30,7 +30,7 @@ fn bench(c: &mut Criterion) {
     let w = Arc::new(load("matmul:M=512,N=512,K=512").expect("workload"));
     let t = Arc::new(Target::load("host").expect("target"));
     let space = DesignSpace::generate(&initial_nest(&w, &t));
-    let mut task = Task::new(0, w, t, 1.0, Vec::new(), space);
+    let mut task = Task::new(0, Arc::clone(&w), Arc::clone(&t), 1.0, Vec::new(), space);
     // A model trained on 64 samples with a synthetic objective, and 16 of them as elites.
     let mut rng = task_rng(11, 0);
     let seeds: Vec<Sample> = (0..64).map(|_| task.space.sample(&mut rng).expect("samples")).collect();

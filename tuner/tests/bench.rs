@@ -182,7 +182,9 @@ fn search_efficiency_runs_both_strategies_from_cold_starts() {
     let last = masked.last().expect("lines");
     assert!(
         last.starts_with("random needs #x the trials of evolutionary")
-            || last.starts_with("random needs more than #x the trials of evolutionary (its median run did not get there in #)")
+            || last.starts_with(
+                "random needs more than #x the trials of evolutionary (its median run did not get there in #)"
+            )
             || last == "no ratio: evolutionary's median run did not get there in # trials",
         "{masked:#?}"
     );

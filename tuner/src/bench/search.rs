@@ -348,7 +348,10 @@ mod tests {
             ],
             "{t}"
         );
-        let runs = vec![run(StrategyKind::Random, &never), run(StrategyKind::Evolutionary, &never)];
+        let runs = vec![
+            run(StrategyKind::Random, &[Some(1.0), Some(1.0), Some(1.0)]),
+            run(StrategyKind::Evolutionary, &never),
+        ];
         let t = table("w", &runs, None, None);
         assert!(t.ends_with("no ratio: evolutionary's median run did not get there in 3 trials\n"), "{t}");
     }

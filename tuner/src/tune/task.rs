@@ -148,7 +148,8 @@ impl Task {
     /// first; ties in the order of `tiebreak` (one key per trace).
     pub fn least_tried(&self, tiebreak: &[u64]) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.space.traces.len()).collect();
-        order.sort_by_key(|&k| (self.family_tries.get(&k).copied().unwrap_or(0), tiebreak.get(k).copied().unwrap_or(0)));
+        order
+            .sort_by_key(|&k| (self.family_tries.get(&k).copied().unwrap_or(0), tiebreak.get(k).copied().unwrap_or(0)));
         order
     }
 
