@@ -236,10 +236,7 @@ mod tests {
 
     #[test]
     fn the_optimism_of_a_design_space_trace_shrinks_as_it_is_measured() {
-        let w = std::sync::Arc::new(scaletune_space::workload::load("matmul:M=64,N=64,K=64").expect("workload"));
-        let t = std::sync::Arc::new(scaletune_codegen::target::Target::load("host").expect("target"));
-        let space = scaletune_space::design::DesignSpace::generate(&scaletune_codegen::pipeline::initial_nest(&w, &t));
-        let mut task = Task::new(0, w, t, 1.0, Vec::new(), space);
+        let mut task = crate::tune::task::test_task("matmul:M=64,N=64,K=64");
         assert!(task.space.traces.len() >= 3);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for r in 0..200 {

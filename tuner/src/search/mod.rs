@@ -138,17 +138,10 @@ fn new_samples_indexed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scaletune_codegen::pipeline::initial_nest;
-    use scaletune_codegen::target::Target;
-    use scaletune_space::design::DesignSpace;
-    use scaletune_space::workload::load;
-    use std::sync::Arc;
+    use crate::tune::task::test_task;
 
     fn task() -> Task {
-        let w = Arc::new(load("matmul:M=64,N=64,K=64").expect("workload"));
-        let t = Arc::new(Target::load("host").expect("target"));
-        let space = DesignSpace::generate(&initial_nest(&w, &t));
-        Task::new(0, w, t, 1.0, Vec::new(), space)
+        test_task("matmul:M=64,N=64,K=64")
     }
 
     fn families(samples: &[Sample]) -> Vec<usize> {

@@ -191,17 +191,22 @@ impl Task {
     }
 }
 
+/// A task of `reference` on `host` with its default design space, for tests.
+#[cfg(test)]
+pub(crate) fn test_task(reference: &str) -> Task {
+    use scaletune_codegen::pipeline::initial_nest;
+    let w = Arc::new(scaletune_space::workload::load(reference).expect("workload"));
+    let t = Arc::new(Target::load("host").expect("target"));
+    let space = DesignSpace::generate(&initial_nest(&w, &t));
+    Task::new(0, w, t, 1.0, Vec::new(), space)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scaletune_codegen::pipeline::initial_nest;
-    use scaletune_space::workload::load;
 
     fn task() -> Task {
-        let w = Arc::new(load("matmul:M=8,N=8,K=8").expect("workload"));
-        let t = Arc::new(Target::load("host").expect("target"));
-        let space = DesignSpace::generate(&initial_nest(&w, &t));
-        Task::new(0, w, t, 1.0, Vec::new(), space)
+        test_task("matmul:M=8,N=8,K=8")
     }
 
     /// A sample of design-space trace `family` (the trace itself does not matter here).
