@@ -65,10 +65,11 @@ impl Default for Evolutionary {
 /// a trace measured `n` times of `N` is credited `c·√(ln(N+1)/(n+1))`:
 /// after 200 trials, 0.115 (about 11 % less time than predicted) for a
 /// trace never measured, 0.016 for one measured 50 times. (Measured on
-/// matmul 512^3, five cold-start runs each: with 0.15 every trace got
-/// about its uniform share of the trials, as under random search, and
-/// the median run needed 161 trials to come within 5 % of the best; with
-/// 0.05, 60.)
+/// matmul 512^3, five cold-start runs per evaluation: with 0.15 every
+/// trace got about its uniform share of the trials, as under random
+/// search, and the median run needed 161 trials to come within 5 % of the
+/// best; with 0.05, 60 in one evaluation and more than 200 in the next,
+/// and with the per-trace frontier too, 62 and 105.)
 pub const FAMILY_OPTIMISM: f32 = 0.05;
 
 /// The optimism of design-space trace `family` (see [`FAMILY_OPTIMISM`]).
