@@ -88,10 +88,12 @@ fn span(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
 }
 
 /// A number as an axis label: short, with an SI suffix for large and small
-/// magnitudes, and no trailing zeros (`25m`, not `25.000m`).
+/// magnitudes, and no trailing zeros (`25m`, not `25.000m`). Below 1e-15
+/// it is 0: a tick meant to be 0 can land a rounding error away from it
+/// (`-8.67e-19`), and no axis here has such values.
 pub fn axis_number(x: f64) -> String {
     let (scaled, decimals, suffix) = match x.abs() {
-        0.0 => return "0".into(),
+        a if a < 1e-15 => return "0".into(),
         a if a >= 1e9 => (x / 1e9, 3, "G"),
         a if a >= 1e6 => (x / 1e6, 3, "M"),
         a if a >= 1e4 => (x / 1e3, 1, "k"),
@@ -272,6 +274,8 @@ mod tests {
             (0.0025, "2.5m"),
             (0.00065, "650u"),
             (0.000_000_5, "5.00e-7"),
+            (-8.67e-19, "0"),
+            (3e-12, "3.00e-12"),
             (1.0, "1"),
             (2.125, "2.125"),
             (3.3333333, "3.3333"),
