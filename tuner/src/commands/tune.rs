@@ -77,7 +77,8 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Threads of parallel loops in timed runs [default: one per CPU];
-    /// `--threads 1` tunes single-threaded code. Part of each record's runner.
+    /// `--threads 1` tunes single-threaded code and searches no parallel
+    /// loops (nor does a QEMU job). Part of each record's runner.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
     /// At the end of a timed job, measure the best N candidates of each task

@@ -82,8 +82,17 @@ pub fn family_bonus(task: &Task, family: usize) -> f32 {
 /// Indices of `samples`, best first by the model's prediction less the
 /// sample's design-space trace's [`family_bonus`].
 fn rank_optimistic(model: &CostModel, task: &Task, samples: &[Sample], cache: &mut FeatureCache) -> Vec<usize> {
-    let predicted = model.predict_cached(task, samples, cache);
-    let scores = predicted.into_iter().zip(samples).map(|(p, s)| p.map(|p| p - family_bonus(task, s.space_trace)));
+    let bonuses: Vec<f32> = (0..task.space.traces.len()).map(|k| family_bonus(task, k)).collect();
+    let families: Vec<usize> = samples.iter().map(|s| s.space_trace).collect();
+    optimistic_order(model.predict_cached(task, samples, cache), &families, &bonuses)
+}
+
+/// Indices of `predicted` (`None`: does not lower, last), best first by
+/// prediction less the bonus of the sample's design-space trace
+/// (`families[i]`; a trace without a bonus, such as the baseline's, gets 0).
+fn optimistic_order(predicted: Vec<Option<f32>>, families: &[usize], bonuses: &[f32]) -> Vec<usize> {
+    let scores =
+        predicted.into_iter().zip(families).map(|(p, &f)| p.map(|p| p - bonuses.get(f).copied().unwrap_or(0.0)));
     rank_scores(scores.collect())
 }
 
@@ -251,6 +260,17 @@ mod tests {
         assert!(close(b1, FAMILY_OPTIMISM * (201f32.ln() / 51.0).sqrt()), "50 tries: {b1}");
         assert!(b2 > b1 && b1 > b0 && b0 > 0.0, "{b0} {b1} {b2}");
         assert!((0.11..0.12).contains(&b2) && (0.015..0.017).contains(&b1), "the figures of the doc comment");
+    }
+
+    #[test]
+    fn a_little_measured_trace_outranks_a_slightly_better_prediction_and_unlowered_samples_go_last() {
+        // Trace 1 has the larger bonus: its sample 1 (0.50 - 0.10) passes
+        // sample 0 of trace 0 (0.45 - 0.01); sample 3 did not lower.
+        let predicted = vec![Some(0.45), Some(0.50), Some(0.60), None, Some(0.30)];
+        let families = [0, 1, 0, 1, usize::MAX];
+        assert_eq!(optimistic_order(predicted.clone(), &families, &[0.01, 0.10]), [4, 1, 0, 2, 3]);
+        // Without bonuses, the prediction alone.
+        assert_eq!(optimistic_order(predicted, &families, &[0.0, 0.0]), [4, 0, 1, 2, 3]);
     }
 
     #[test]
