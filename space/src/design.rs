@@ -507,4 +507,39 @@ mod tests {
         }
         assert_eq!(innermost, (1..=8).collect());
     }
+
+    /// Schedule primitives re-simplify only the expressions they rewrite
+    /// (`Nest::replace_var`): that is enough only if every block stays
+    /// simplified, which this checks on the nests of samples and mutants.
+    #[test]
+    fn every_block_of_a_sampled_or_mutated_nest_is_already_simplified() {
+        let sve = VectorCaps::scalable(128, 128, 2048);
+        for reference in ["matmul:M=64,N=48,K=32", "conv2d_nhwc", "softmax_rows", "layer_norm", "paged_read"] {
+            let w = load(reference).expect("loads");
+            let nest = Nest::from_workload(&w, sve.clone()).with_kinds(vec![(VectorKind::SveVla, sve.clone())]);
+            let space = DesignSpace::generate(&nest);
+            let mut rng = task_rng(7, 0);
+            let mut nests = vec![space.nest.clone()];
+            for _ in 0..12 {
+                let Ok(s) = space.sample(&mut rng) else { continue };
+                if let Some((m, _)) = crate::mutators::mutate_sample(&space, &s, &mut rng) {
+                    nests.push(m.nest);
+                }
+                nests.push(s.nest);
+            }
+            assert!(nests.len() > 10, "{reference}: {} nests", nests.len());
+            for n in &nests {
+                for b in n.all_blocks() {
+                    let mut again = n.clone();
+                    again.simplify_block(b);
+                    assert_eq!(
+                        again.to_string(),
+                        n.to_string(),
+                        "{reference}: block {} simplifies further",
+                        n.block(b).name
+                    );
+                }
+            }
+        }
+    }
 }

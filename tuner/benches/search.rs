@@ -9,7 +9,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use scaletune::cost_model::{sample_features, CostModel, FeatureCache, Row};
 use scaletune::search::evolutionary::Evolutionary;
-use scaletune::search::fresh_samples;
+use scaletune::search::{discard, fresh_samples};
 use scaletune::tune::task::Task;
 use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
@@ -50,7 +50,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("sample_and_score", |b| {
         b.iter(|| {
             let pool = fresh_samples(&task, BATCH, 4 * BATCH, &mut HashSet::new(), &mut rng);
-            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()))
+            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()));
+            discard(pool);
         })
     });
     let parents: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
@@ -59,7 +60,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("mutate_and_score", |b| {
         b.iter(|| {
             let pool = evolutionary.breed(&task, &parents, BATCH, &mut HashSet::new(), &mut rng);
-            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()))
+            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()));
+            discard(pool);
         })
     });
     // The space of a one-thread job (`tune --threads 1`, QEMU): no parallel loops.
@@ -68,7 +70,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("mutate_and_score_one_thread", |b| {
         b.iter(|| {
             let pool = evolutionary.breed(&serial, &serial_parents, BATCH, &mut HashSet::new(), &mut rng);
-            black_box(model.rank_cached(&serial, &pool, &mut FeatureCache::default()))
+            black_box(model.rank_cached(&serial, &pool, &mut FeatureCache::default()));
+            discard(pool);
         })
     });
     g.finish();

@@ -67,6 +67,11 @@ impl Nest {
             }
             nest.root.push(child);
         }
+        // Every block starts simplified (`oh*1 + r` as `oh + r`): schedule
+        // primitives re-simplify only the expressions they rewrite.
+        for b in nest.all_blocks() {
+            nest.simplify_block(b);
+        }
         nest
     }
 }

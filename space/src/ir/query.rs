@@ -89,16 +89,16 @@ impl Nest {
     }
 
     /// Substitutes an expression for a variable in every live block.
+    ///
+    /// Only expressions that mention `v` change; they are simplified again
+    /// (what [`Nest::simplify_block`] would do to them), and a predicate
+    /// that now holds for every vscale or repeats another goes. The
+    /// expressions that do not mention `v` were simplified when they were
+    /// made and are left as they are: simplifying them again would give
+    /// them back unchanged, at the cost of most of a schedule's replay.
     pub fn replace_var(&mut self, v: VarId, with: &Expr) {
         let f = |x: VarId| (x == v).then(|| with.clone());
         let mentions = |e: &Expr| e.uses_var(v);
-        // Only expressions that mention `v` change (rebuilding the others
-        // would only copy them).
-        let sub = |e: &mut Expr| {
-            if mentions(e) {
-                *e = e.substitute(&f);
-            }
-        };
         for b in self.all_blocks() {
             let blk = &self.blocks[b.index()];
             let touches = blk.bindings.iter().any(mentions)
@@ -108,17 +108,43 @@ impl Nest {
             if !touches {
                 continue;
             }
-            let blk = &mut self.blocks[b.index()];
-            blk.bindings.iter_mut().for_each(sub);
-            for p in blk.predicates.iter_mut() {
-                sub(&mut p.lhs);
-                sub(&mut p.rhs);
+            let redo = |e: &Expr| mentions(e).then(|| simplify(&e.substitute(&f), self));
+            let bindings: Vec<Option<Expr>> = blk.bindings.iter().map(redo).collect();
+            let lhs: Vec<Option<Expr>> = blk.lhs.indices.iter().map(redo).collect();
+            let rhs = blk.rhs.any_index(&mentions).then(|| {
+                blk.rhs.map_indices(&|e| if mentions(e) { simplify(&e.substitute(&f), self) } else { e.clone() })
+            });
+            let mut preds: Vec<Pred> = Vec::with_capacity(blk.predicates.len());
+            for p in &blk.predicates {
+                let q = if mentions(&p.lhs) || mentions(&p.rhs) {
+                    let lhs = simplify(&p.lhs.substitute(&f), self);
+                    let rhs = simplify(&p.rhs.substitute(&f), self);
+                    if prove_lt(&lhs, &rhs, self) {
+                        continue;
+                    }
+                    Pred { lhs, rhs }
+                } else {
+                    p.clone()
+                };
+                if !preds.contains(&q) {
+                    preds.push(q);
+                }
             }
-            blk.lhs.indices.iter_mut().for_each(sub);
-            if blk.rhs.any_index(&mentions) {
-                blk.rhs = blk.rhs.map_indices(&|e| e.substitute(&f));
+            let m = &mut self.blocks[b.index()];
+            for (e, new) in m.bindings.iter_mut().zip(bindings) {
+                if let Some(new) = new {
+                    *e = new;
+                }
             }
-            self.simplify_block(b);
+            for (e, new) in m.lhs.indices.iter_mut().zip(lhs) {
+                if let Some(new) = new {
+                    *e = new;
+                }
+            }
+            if let Some(rhs) = rhs {
+                m.rhs = rhs;
+            }
+            m.predicates = preds;
         }
     }
 

@@ -73,7 +73,7 @@ impl Gbdt {
             Vec::new().into_iter()
         } else {
             let data = column_major(&good, self.n_features);
-            self.booster.predict(&Matrix::new(&data, good.len(), self.n_features), false).into_iter()
+            self.booster.predict(&Matrix::new(&data, good.len(), self.n_features), true).into_iter()
         };
         features
             .iter()

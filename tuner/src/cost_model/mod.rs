@@ -116,7 +116,7 @@ impl FeatureCache {
     /// cached ones looked up, the others computed in parallel (lowering is
     /// most of a proposal's time) and added.
     pub fn features(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Arc<[f32]>>> {
-        let keys: Vec<String> = samples.iter().map(|s| s.trace.to_string()).collect();
+        let keys: Vec<String> = samples.par_iter().map(|s| s.trace.to_string()).collect();
         let mut pending: std::collections::HashSet<&str> = std::collections::HashSet::new();
         let todo: Vec<usize> =
             (0..keys.len()).filter(|&i| !self.known.contains_key(&keys[i]) && pending.insert(&keys[i])).collect();

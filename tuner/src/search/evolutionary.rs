@@ -32,7 +32,7 @@
 //! design-space traces the task has measured least first, each trace once
 //! before any twice.
 
-use super::{new_samples, spread_samples, SearchStrategy};
+use super::{discard, new_samples, spread_samples, SearchStrategy};
 use crate::cost_model::{rank_scores, CostModel, FeatureCache};
 use crate::tune::task::Task;
 use rand::seq::SliceRandom;
@@ -210,6 +210,7 @@ impl SearchStrategy for Evolutionary {
                 break;
             }
         }
+        discard(frontier);
         match model {
             Some(m) => {
                 let first_fresh = mutants.len();
@@ -217,7 +218,10 @@ impl SearchStrategy for Evolutionary {
                 pool.extend(fresh);
                 let ranked = rank_optimistic(m, task, &pool, &mut features);
                 let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
-                pick(&ranked, n, explore, |i| i >= first_fresh, rng).into_iter().map(|i| pool[i].clone()).collect()
+                let picked =
+                    pick(&ranked, n, explore, |i| i >= first_fresh, rng).into_iter().map(|i| pool[i].clone()).collect();
+                discard(pool);
+                picked
             }
             None => {
                 let n_mutants = (n * 3).div_ceil(4).min(mutants.len());

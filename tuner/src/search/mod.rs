@@ -104,6 +104,12 @@ pub fn new_samples(
     new_samples_indexed(task, n, attempts, seen, rng, |_, r| make(r))
 }
 
+/// Drops `samples` on every core: a sample owns its scheduled nest, a
+/// large tree, and a proposal discards hundreds of them at once.
+pub fn discard(samples: Vec<Sample>) {
+    samples.into_par_iter().for_each(drop);
+}
+
 /// [`new_samples`] with `make` also given the call's number (0, 1, ... in call order).
 fn new_samples_indexed(
     task: &Task,
@@ -119,13 +125,20 @@ fn new_samples_indexed(
         let round = (n - out.len()).min(attempts - tried);
         let seeds: Vec<(usize, u64)> = (0..round).map(|j| (tried + j, rng.gen())).collect();
         tried += round;
-        let made: Vec<Option<Sample>> =
-            seeds.par_iter().map(|&(j, seed)| make(j, &mut ChaCha8Rng::seed_from_u64(seed))).collect();
-        for s in made.into_iter().flatten() {
+        // Each sample's text (its identity) is printed on the worker that made it.
+        let made: Vec<Option<(Sample, String)>> = seeds
+            .par_iter()
+            .map(|&(j, seed)| {
+                make(j, &mut ChaCha8Rng::seed_from_u64(seed)).map(|s| {
+                    let text = s.trace.to_string();
+                    (s, text)
+                })
+            })
+            .collect();
+        for (s, text) in made.into_iter().flatten() {
             if out.len() >= n {
                 break;
             }
-            let text = s.trace.to_string();
             if task.measured.contains(&text) || !seen.insert(text) {
                 continue;
             }

@@ -72,9 +72,9 @@ pub struct Confirmation {
 struct Rounds {
     /// Confirmed objective per candidate (`None` if none of its runs here passed).
     confirmed: Vec<Option<f64>>,
-    /// Per candidate: some run crashed, hung or computed a wrong result
-    /// (the database has disqualified its record).
-    failed: Vec<bool>,
+    /// Per candidate: the status of its first run here that crashed, hung
+    /// or computed a wrong result (the database has disqualified its record).
+    failed: Vec<Option<&'static str>>,
     runs: usize,
     passed: usize,
     interrupted: bool,
@@ -106,6 +106,7 @@ impl Loop<'_> {
         let run = NewRemeasurement { job_id: Some(self.job), status: m.status.name(), metrics: &metrics, objective };
         let confirmed = self.db.remeasure(record, &run)?;
         if DISQUALIFYING.contains(&m.status.name()) {
+            task.disqualified(record, m.status.name());
             task.forget(record);
             return Ok(());
         }
@@ -143,9 +144,12 @@ impl Loop<'_> {
                 passed += r.passed;
                 for (((record, _), c), &failed) in next.iter().zip(&r.confirmed).zip(&r.failed) {
                     done.push(*record);
+                    if let Some(status) = failed {
+                        task.disqualified(*record, status);
+                    }
                     match (c, task.elites.iter().position(|s| s.record == *record)) {
                         // A candidate that passed once and then misbehaved is no winner.
-                        (_, Some(_)) if failed => task.forget(*record),
+                        (_, Some(_)) if failed.is_some() => task.forget(*record),
                         (Some(c), Some(i)) => task.elites[i].objective = *c,
                         // Every run failed here (a flaky candidate): it
                         // cannot stay a winner. (Not if an interrupt came
@@ -189,7 +193,7 @@ impl Loop<'_> {
     async fn rounds(&self, task: &Task, top: &[(i64, Trace)], rounds: usize) -> Result<Rounds, DbError> {
         let mut out = Rounds {
             confirmed: vec![None; top.len()],
-            failed: vec![false; top.len()],
+            failed: vec![None; top.len()],
             runs: 0,
             passed: 0,
             interrupted: false,
@@ -217,7 +221,9 @@ impl Loop<'_> {
                     NewRemeasurement { job_id: Some(self.job), status: m.status.name(), metrics: &metrics, objective };
                 let confirmed = self.db.remeasure(*record, &run)?;
                 let k = m.candidate as usize;
-                out.failed[k] |= DISQUALIFYING.contains(&m.status.name());
+                if out.failed[k].is_none() && DISQUALIFYING.contains(&m.status.name()) {
+                    out.failed[k] = Some(m.status.name());
+                }
                 if objective.is_some() {
                     out.confirmed[k] = confirmed;
                 }
@@ -369,7 +375,17 @@ mod tests {
     ) -> (tempfile::TempDir, Database, crate::tune::job::Finished, String) {
         let ran = run(Arc::new(runner), 6, 6, ConfirmConfig { top: 2, rounds: 2, best_runs: 0 }, interrupt);
         let best = db_best(&ran.db, &ran.tasks[0]);
+        assert_eq!(ran.tasks[0].statuses, statuses_of_trials(&ran.db), "the summary counts what the database holds");
         (ran._dir, ran.db, ran.finished, best)
+    }
+
+    /// The job's trial records per status, as the database has them now.
+    fn statuses_of_trials(db: &Database) -> std::collections::BTreeMap<String, usize> {
+        let mut n = std::collections::BTreeMap::new();
+        for (status, _, _) in trials(db) {
+            *n.entry(status).or_default() += 1;
+        }
+        n
     }
 
     fn scripted(failure: Status, interrupt: Option<Arc<Notify>>) -> Scripted {

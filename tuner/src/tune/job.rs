@@ -242,7 +242,7 @@ impl Loop<'_> {
                 measured += 1;
                 state.trials += 1;
                 task.trials += 1;
-                *task.statuses.entry(m.status.name().to_string()).or_default() += 1;
+                task.count_trial(inserted.id, m.status.name());
                 if sample.trace.insts.is_empty() {
                     task.measured.insert(String::new());
                     task.baseline = objective;

@@ -54,8 +54,12 @@ pub struct Task {
     pub family_tries: BTreeMap<usize, usize>,
     /// Trials this job ran for the task (failures included).
     pub trials: usize,
-    /// Trials this job ran per status name.
+    /// Trials this job ran per status name: the status of each trial's
+    /// record now (a trial that passed and was disqualified by a later run
+    /// counts under that run's status, as the database has it).
     pub statuses: BTreeMap<String, usize>,
+    /// This job's trial records counted `ok` in `statuses`.
+    ok_records: HashSet<i64>,
     /// (job trial index, best objective so far) after each of this task's trials.
     pub curve: Vec<(usize, f64)>,
     /// The best candidate's record after each of this task's trials (`None`
@@ -90,6 +94,7 @@ impl Task {
             family_tries: BTreeMap::new(),
             trials: 0,
             statuses: BTreeMap::new(),
+            ok_records: HashSet::new(),
             curve: Vec::new(),
             incumbents: Vec::new(),
             baseline: None,
@@ -129,6 +134,30 @@ impl Task {
         for family in self.family_best.values_mut() {
             family.retain(|s| s.record != record);
         }
+    }
+
+    /// Counts a trial of this job under `status`, its record's status.
+    pub fn count_trial(&mut self, record: i64, status: &str) {
+        *self.statuses.entry(status.to_string()).or_default() += 1;
+        if status == "ok" {
+            self.ok_records.insert(record);
+        }
+    }
+
+    /// A later run disqualified `record` with `status`: if it is a trial of
+    /// this job counted `ok`, it now counts under `status` (the first
+    /// disqualifying status, as in the database).
+    pub fn disqualified(&mut self, record: i64, status: &str) {
+        if !self.ok_records.remove(&record) {
+            return;
+        }
+        if let Some(ok) = self.statuses.get_mut("ok") {
+            *ok -= 1;
+            if *ok == 0 {
+                self.statuses.remove("ok");
+            }
+        }
+        *self.statuses.entry(status.to_string()).or_default() += 1;
     }
 
     /// A record measured again: `runs` runs in all, `objective` their
@@ -267,5 +296,24 @@ mod tests {
         let untried: Vec<usize> = (2..n).rev().collect();
         assert_eq!(order[..n - 2], untried[..]);
         assert_eq!(order[n - 2..], [1, 0]);
+    }
+
+    #[test]
+    fn a_trial_disqualified_later_counts_under_its_failure_once() {
+        let mut t = test_task("matmul:M=16,N=16,K=8");
+        t.count_trial(1, "ok");
+        t.count_trial(2, "ok");
+        t.count_trial(3, "build_error");
+        let counts = |t: &Task| t.statuses.iter().map(|(s, n)| format!("{s} {n}")).collect::<Vec<_>>();
+        assert_eq!(counts(&t), ["build_error 1", "ok 2"]);
+        t.disqualified(2, "wrong_result");
+        assert_eq!(counts(&t), ["build_error 1", "ok 1", "wrong_result 1"]);
+        // A second failing run, a record that was not ok, and one of another job change nothing.
+        t.disqualified(2, "timeout");
+        t.disqualified(3, "timeout");
+        t.disqualified(99, "timeout");
+        assert_eq!(counts(&t), ["build_error 1", "ok 1", "wrong_result 1"]);
+        t.disqualified(1, "run_error");
+        assert_eq!(counts(&t), ["build_error 1", "run_error 1", "wrong_result 1"]);
     }
 }
