@@ -75,6 +75,11 @@ fn an_interrupted_job_resumes_without_measuring_anything_twice() {
     let (after, distinct) = records(&db);
     assert_eq!(after, distinct, "a candidate was measured twice");
     assert!(after > before, "the resumed job measured nothing new");
+    // The summary covers the whole job: its trials column counts the
+    // trials before the interrupt too (every record is one of its trials).
+    let out = stdout(&resumed);
+    let row = out.lines().find(|l| l.starts_with(WORKLOAD)).unwrap_or_else(|| panic!("no summary row:\n{out}"));
+    assert_eq!(row.get(89..96).map(str::trim), Some(after.to_string().as_str()), "{row}");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::tune::job::{self, LoopState, Observer, StopReason};
 use crate::tune::objective::{parse_vl_weight, Objective, ObjectiveKind};
 use crate::tune::summary::{confirmation, format_objective, summary};
 use crate::tune::task::Task;
-use crate::tune::{setup, suite::Suite, JobConfig};
+use crate::tune::{count_earlier_trials, setup, suite::Suite, JobConfig};
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use scaletune_database::{Database, JobStatus, NewJob};
@@ -300,6 +300,9 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let vls = if cfg.vls.is_empty() { target.default_vl_bits.clone() } else { cfg.vls.clone() };
     check_runners_accept(&runner_list, runner, &target, &vls)?;
     let mut setup = setup(&cfg, &target, &db)?;
+    if args.resume.is_some() {
+        count_earlier_trials(&mut setup, &db, job_id)?;
+    }
     let known: usize = setup.tasks.iter().map(|t| t.measured.len()).sum();
     println!(
         "job {job_id}: {} task(s) on {} ({}), runner {}, objective {}, strategy {}, {} trials, database {} ({} candidates known)",

@@ -161,6 +161,22 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
     Ok(Setup { tasks, rows, training })
 }
 
+/// Counts the trials job `job` ran before it was interrupted into the
+/// tasks of `setup` (a resumed job's summary then covers the whole job):
+/// each trial record under its status now.
+pub fn count_earlier_trials(setup: &mut Setup, db: &Database, job: i64) -> Result<(), scaletune_database::DbError> {
+    for rec in db.job_history(job)? {
+        if rec.trial_idx < 0 {
+            continue;
+        }
+        let Some(i) = setup.rows.iter().position(|r| *r == (rec.workload_id, rec.target_id)) else { continue };
+        let task = &mut setup.tasks[i];
+        task.trials += 1;
+        task.count_trial(rec.id, &rec.status);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
