@@ -56,12 +56,18 @@ pub struct CostModel {
 pub const MIN_ROWS: usize = 8;
 
 impl CostModel {
-    /// Trains on `rows` (deterministic for the same rows and seed); `None`
-    /// with fewer than [`MIN_ROWS`] rows.
+    /// Trains on `rows` (deterministic for the same rows, in any order, and
+    /// seed); `None` with fewer than [`MIN_ROWS`] rows.
     pub fn train(rows: &[Row], seed: u64) -> Result<Option<CostModel>, CostModelError> {
         if rows.len() < MIN_ROWS {
             return Ok(None);
         }
+        // A job's rows come in the order its farm finished the candidates,
+        // which varies from run to run; the boosting (and the per-task sums
+        // that centre the targets) would follow it.
+        let mut sorted: Vec<Row> = rows.to_vec();
+        sorted.sort_by(canonical_order);
+        let rows = &sorted[..];
         let targets = centred_targets(rows);
         let features: Vec<Vec<f32>> = rows.iter().map(|r| r.features.clone()).collect();
         let gbdt = Gbdt::train(&features, &targets, seed)?;
@@ -142,6 +148,23 @@ impl FeatureCache {
 }
 
 /// `ln(objective)` minus the mean of its task's.
+/// A total order of rows that depends on their contents only.
+fn canonical_order(a: &Row, b: &Row) -> std::cmp::Ordering {
+    let features = || {
+        a.features
+            .iter()
+            .zip(&b.features)
+            .map(|(x, y)| x.total_cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    };
+    a.task
+        .cmp(&b.task)
+        .then(a.objective.total_cmp(&b.objective))
+        .then_with(features)
+        .then(a.features.len().cmp(&b.features.len()))
+}
+
 fn centred_targets(rows: &[Row]) -> Vec<f32> {
     let mut sums: HashMap<usize, (f64, usize)> = HashMap::new();
     for r in rows {
@@ -236,5 +259,29 @@ mod tests {
         assert_eq!(model.rank_cached(&task, &samples, &mut cache), expected, "from the cache alone");
         assert_eq!(cache.len(), distinct.len());
         assert_eq!(model.rank(&task, &samples), expected);
+    }
+
+    /// A job's rows arrive in the order its farm finishes the candidates:
+    /// the model must not depend on it.
+    #[test]
+    fn the_same_rows_in_another_order_train_the_same_model() {
+        let task = task();
+        let mut rng = task_rng(9, 0);
+        let samples: Vec<Sample> = (0..24).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
+        let mut rows: Vec<Row> = samples
+            .iter()
+            .filter_map(|s| sample_features(&task, s))
+            .enumerate()
+            .map(|(i, f)| Row { task: i % 2, objective: 1.0 + (i % 5) as f64, features: f })
+            .collect();
+        let feats: Vec<Vec<f32>> = rows.iter().map(|r| r.features.clone()).collect();
+        let a = CostModel::train(&rows, 3).expect("trains").expect("enough rows").predict(&feats);
+        rows.reverse();
+        rows.rotate_left(5);
+        let b = CostModel::train(&rows, 3).expect("trains").expect("enough rows").predict(&feats);
+        assert_eq!(
+            a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
     }
 }

@@ -188,25 +188,34 @@ impl Task {
     }
 
     /// Records a measured sample (an objective only for `ok` candidates).
+    /// Candidates of equal objectives (frequent with emulated cycles) rank
+    /// by trace text, so the elites do not depend on the order in which
+    /// the farm returned the measurements.
     pub fn observe(&mut self, sample: &Sample, objective: Option<f64>, record: i64) {
-        self.measured.insert(sample.trace.to_string());
+        let text = sample.trace.to_string();
         if sample.space_trace < self.space.traces.len() {
             *self.family_tries.entry(sample.space_trace).or_default() += 1;
         }
         if let Some(objective) = objective {
+            let ahead = |s: &Scored| match s.objective.total_cmp(&objective) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Greater => false,
+                std::cmp::Ordering::Equal => s.sample.trace.to_string() <= text,
+            };
             let scored = Scored { objective, sample: sample.clone(), record, runs: 1 };
             let family = self.family_best.entry(sample.space_trace).or_default();
-            let pos = family.partition_point(|s| s.objective <= objective);
+            let pos = family.partition_point(ahead);
             if pos < FAMILY_PARENTS {
                 family.insert(pos, scored.clone());
                 family.truncate(FAMILY_PARENTS);
             }
-            let pos = self.elites.partition_point(|s| s.objective <= objective);
+            let pos = self.elites.partition_point(ahead);
             if pos < ELITES {
                 self.elites.insert(pos, scored);
                 self.elites.truncate(ELITES);
             }
         }
+        self.measured.insert(text);
     }
 
     /// The sample a measured trace of this task's space came from:
@@ -315,5 +324,25 @@ mod tests {
         assert_eq!(counts(&t), ["build_error 1", "ok 1", "wrong_result 1"]);
         t.disqualified(1, "run_error");
         assert_eq!(counts(&t), ["build_error 1", "run_error 1", "wrong_result 1"]);
+    }
+
+    #[test]
+    fn equal_objectives_rank_the_same_whatever_order_they_arrive_in() {
+        let t = test_task("matmul:M=16,N=16,K=8");
+        let mut rng = scaletune_space::sample::task_rng(4, 0);
+        let samples: Vec<Sample> = (0..8).map(|_| t.space.sample(&mut rng).expect("samples")).collect();
+        let ranked = |order: &[usize]| {
+            let mut t = test_task("matmul:M=16,N=16,K=8");
+            for &i in order {
+                t.observe(&samples[i], Some(if i % 3 == 0 { 1.0 } else { 2.0 }), i as i64);
+            }
+            let families: Vec<Vec<i64>> =
+                t.family_best.values().map(|f| f.iter().map(|s| s.record).collect()).collect();
+            (t.elites.iter().map(|s| s.record).collect::<Vec<_>>(), families)
+        };
+        let forward = ranked(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(forward, ranked(&[7, 6, 5, 4, 3, 2, 1, 0]));
+        assert_eq!(forward, ranked(&[3, 0, 6, 1, 7, 2, 5, 4]));
+        assert_eq!(forward.0.len(), 8);
     }
 }
