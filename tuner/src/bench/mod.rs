@@ -16,6 +16,7 @@
 
 pub mod baseline;
 pub mod contenders;
+pub mod openblas;
 pub mod peak;
 pub mod record;
 pub mod report;
@@ -181,6 +182,21 @@ pub fn run(opts: &BenchOptions, rt: &Handle) -> Result<BenchReport, BenchError> 
     }
     // OpenBLAS's own threads: one, whatever the wrapper's first call does.
     std::env::set_var("OPENBLAS_NUM_THREADS", "1");
+    // Its kernels: not the pre-AVX fallback a VM's generic CPU model gets.
+    let openblas = if opts.host_shapes.is_empty() {
+        None
+    } else {
+        match openblas::choose(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default()) {
+            Ok(core) => {
+                eprintln!("bench: {}", core.describe());
+                Some(core)
+            }
+            Err(e) => {
+                eprintln!("bench: which OpenBLAS kernels run is unknown: {e}");
+                None
+            }
+        }
+    };
     let db = Database::open(&opts.db)?;
     let probe = peak::Probe::build()?;
     let mut peak_runs = vec![probe.run(opts.peak_iterations, PEAK_REPEATS)?];
@@ -204,6 +220,7 @@ pub fn run(opts: &BenchOptions, rt: &Handle) -> Result<BenchReport, BenchError> 
         cpu: peak::cpu_info(),
         peak_runs,
         peak_gflops,
+        openblas,
         trials: opts.trials,
         emulated_target: format!(
             "{QEMU_TARGET} at VL {}",

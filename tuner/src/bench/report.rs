@@ -1,6 +1,7 @@
 //! The bench's figures: rows per shape and kernel, the printed tables and the JSON file.
 
 use super::contenders::Kernel;
+use super::openblas::OpenBlasCore;
 use super::peak::{CpuInfo, Peak};
 use std::fmt::Write;
 
@@ -65,6 +66,9 @@ pub struct BenchReport {
     pub peak_runs: Vec<Peak>,
     /// The best of `peak_runs` in GFLOPS (the peak printed).
     pub peak_gflops: f64,
+    /// The OpenBLAS kernels the baseline ran (`None` without host shapes,
+    /// or when the library could not be probed).
+    pub openblas: Option<OpenBlasCore>,
     /// Trial budget per shape.
     pub trials: usize,
     /// The emulated target and its vector lengths.
@@ -96,6 +100,9 @@ pub fn host_table(report: &BenchReport) -> String {
         report.peak_runs.len(),
         if slowest.is_finite() { slowest } else { 0.0 }
     );
+    if let Some(core) = &report.openblas {
+        let _ = writeln!(out, "{}", core.describe());
+    }
     let _ = writeln!(
         out,
         "{:<30} {:<12} {:<8} {:<12} {:>12} {:>8} {:>11} {:>9} {:>8}",
