@@ -6,9 +6,15 @@ use common::{scaletune, stdout, text};
 use expect_test::expect;
 
 /// Masks what depends on the machine and the run: the CPU's name and ISA,
+/// the OpenBLAS kernels (the line must name those `bench.json` records),
 /// the vector code clang chose, every number; runs of spaces become one.
 fn mask(out: &str, json: &serde_json::Value, dir: &str) -> String {
     let mut s = out.replace(dir, "<out>");
+    if let Some(used) = json["openblas"]["used"].as_str() {
+        let line = s.lines().find(|l| l.starts_with("OpenBLAS: ")).expect("an OpenBLAS line").to_string();
+        assert!(line.starts_with(&format!("OpenBLAS: {used} kernels (")), "{line}");
+        s = s.replace(&line, "OpenBLAS: <kernels>");
+    }
     for key in ["model", "vector_isa"] {
         if let Some(v) = json["cpu"][key].as_str() {
             s = s.replace(v, &format!("<{key}>"));
@@ -71,6 +77,7 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
     expect![[r#"
         host: <model> (<vector_isa>), one thread; FMA peak # GFLOPS (# f# lanes x # chains)
         # probes, slowest # GFLOPS; `of peak` divides each timing round by the probe run right after it
+        OpenBLAS: <kernels>
         shape kernel code check time (us) GFLOPS vs OpenBLAS vs clang of peak
         matmul:M=#,N=#,K=# tuned - ok # # #x #x #%
         default - ok # # #x #x #%
@@ -97,6 +104,13 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
         wrote <out>/bench.json
     "#]]
     .assert_eq(&mask(&stdout(&o), &json, &out_dir));
+
+    // OpenBLAS runs kernels of the CPU's vector ISA, not a pre-AVX fallback.
+    let isa = json["cpu"]["vector_isa"].as_str().expect("vector ISA");
+    let used = json["openblas"]["used"].as_str().expect("the OpenBLAS kernels are recorded");
+    if isa == "AVX-512" || isa == "AVX2+FMA" {
+        assert!(!scaletune::bench::openblas::is_pre_avx(used), "{isa} CPU, OpenBLAS runs {used}");
+    }
 
     // Every kernel passed the reference check, and the figures are figures.
     let host = json["host"].as_array().expect("host rows");

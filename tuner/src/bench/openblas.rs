@@ -12,7 +12,8 @@
 //! kernels, AVX2, on AVX-512 Zen 5): that is the library users get. A value
 //! of `OPENBLAS_CORETYPE` the user set is left alone too.
 
-use super::baseline::{run_tool, CLANG};
+use super::baseline::run_tool;
+use super::peak::compile_probe;
 use super::BenchError;
 use std::process::Command;
 
@@ -118,16 +119,7 @@ pub struct CoreProbe {
 impl CoreProbe {
     /// Compiles the probe with clang-19, linked with `-lopenblas`.
     pub fn build() -> Result<CoreProbe, BenchError> {
-        let dir = scaletune_measure::cleanup::ScratchDir::new("scaletune-openblas-")
-            .map_err(|e| BenchError::Io(format!("creating a temporary directory: {e}")))?;
-        let src = dir.path().join("openblas_core.c");
-        std::fs::write(&src, SOURCE).map_err(|e| BenchError::Io(format!("writing {}: {e}", src.display())))?;
-        let exe = dir.path().join("openblas_core");
-        let shown: Vec<String> =
-            [CLANG, "-O1", "openblas_core.c", "-o", "openblas_core", "-lopenblas"].map(String::from).into();
-        let mut cmd = Command::new(CLANG);
-        cmd.arg("-O1").arg(&src).arg("-o").arg(&exe).arg("-lopenblas");
-        run_tool(&mut cmd, &shown)?;
+        let dir = compile_probe("scaletune-openblas-", "openblas_core", SOURCE, &["-O1"], &["-lopenblas"])?;
         Ok(CoreProbe { dir })
     }
 

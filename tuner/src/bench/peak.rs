@@ -79,6 +79,29 @@ pub fn parse_peak(stdout: &str) -> Result<Peak, BenchError> {
     Ok(peak)
 }
 
+/// Compiles the C program `source` as `NAME.c` in a new scratch directory
+/// (prefixed `prefix`) into the executable `NAME` there:
+/// `clang-19 FLAGS NAME.c -o NAME LIBS`.
+pub(crate) fn compile_probe(
+    prefix: &str,
+    name: &str,
+    source: &str,
+    flags: &[&str],
+    libs: &[&str],
+) -> Result<scaletune_measure::cleanup::ScratchDir, BenchError> {
+    let dir = scaletune_measure::cleanup::ScratchDir::new(prefix)
+        .map_err(|e| BenchError::Io(format!("creating a temporary directory: {e}")))?;
+    let src = dir.path().join(format!("{name}.c"));
+    std::fs::write(&src, source).map_err(|e| BenchError::Io(format!("writing {}: {e}", src.display())))?;
+    let c_file = format!("{name}.c");
+    let mut shown: Vec<String> = std::iter::once(CLANG).chain(flags.iter().copied()).map(String::from).collect();
+    shown.extend([c_file.as_str(), "-o", name].into_iter().chain(libs.iter().copied()).map(String::from));
+    let mut cmd = Command::new(CLANG);
+    cmd.args(flags).arg(&src).arg("-o").arg(dir.path().join(name)).args(libs);
+    run_tool(&mut cmd, &shown)?;
+    Ok(dir)
+}
+
 /// A compiled probe, runnable several times in one bench run.
 pub struct Probe {
     dir: scaletune_measure::cleanup::ScratchDir,
@@ -87,18 +110,8 @@ pub struct Probe {
 impl Probe {
     /// Compiles the probe with `clang-19 -O2 -march=native`.
     pub fn build() -> Result<Probe, BenchError> {
-        let dir = scaletune_measure::cleanup::ScratchDir::new("scaletune-peak-")
-            .map_err(|e| BenchError::Io(format!("creating a temporary directory: {e}")))?;
-        let src = dir.path().join("fma_peak.c");
-        std::fs::write(&src, SOURCE).map_err(|e| BenchError::Io(format!("writing {}: {e}", src.display())))?;
-        let shown: Vec<String> =
-            [CLANG, "-O2", "-march=native", "fma_peak.c", "-o", "fma_peak"].map(String::from).into();
-        let mut cmd = Command::new(CLANG);
-        cmd.args(["-O2", "-march=native", "-Wno-invalid-feature-combination"])
-            .arg(&src)
-            .arg("-o")
-            .arg(dir.path().join("fma_peak"));
-        run_tool(&mut cmd, &shown)?;
+        let flags = ["-O2", "-march=native", "-Wno-invalid-feature-combination"];
+        let dir = compile_probe("scaletune-peak-", "fma_peak", SOURCE, &flags, &[])?;
         Ok(Probe { dir })
     }
 
