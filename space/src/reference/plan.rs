@@ -74,20 +74,14 @@ impl<'a> AccessPlan<'a> {
 /// overflow.
 fn flatten(indices: &[Expr], shape: &[i64], strides: &[i64], extents: &[i64]) -> Option<Index> {
     let mut total = Affine::constant(0);
-    let mut magnitude = 0i128;
     for ((e, &size), &stride) in indices.iter().zip(shape).zip(strides) {
         let a = affine(e, extents)?;
         if a.lo < 0 || a.hi >= i128::from(size) {
             return None;
         }
-        magnitude += i128::from(stride)
-            * (a.constant.abs()
-                + a.terms.iter().map(|&(axis, c)| c.abs() * i128::from(extents[axis].max(1) - 1)).sum::<i128>());
         total = total.add(a.scale(i128::from(stride))?, 1)?;
     }
-    i64::try_from(magnitude).ok()?;
-    let constant = i64::try_from(total.constant).ok()?;
-    Some(Index::Affine { constant, terms: total.terms.into_iter().map(|(axis, c)| (axis, c as i64)).collect() })
+    total.into_index(extents)
 }
 
 /// An affine form with the range of values it takes over the statement's
@@ -122,6 +116,17 @@ impl Affine {
         let (lo, hi) =
             if sign > 0 { (self.lo + other.lo, self.hi + other.hi) } else { (self.lo - other.hi, self.hi - other.lo) };
         Affine { lo, hi, ..self }.checked()
+    }
+
+    /// The form as an [`Index`], if evaluating it cannot overflow: every
+    /// partial sum lies within the sum of the magnitudes of its parts,
+    /// which must fit in `i64` too.
+    fn into_index(self, extents: &[i64]) -> Option<Index> {
+        let magnitude = self.constant.abs()
+            + self.terms.iter().map(|&(axis, c)| c.abs() * i128::from(extents[axis].max(1) - 1)).sum::<i128>();
+        i64::try_from(magnitude).ok()?;
+        let terms = self.terms.into_iter().map(|(axis, c)| (axis, c as i64)).collect();
+        Some(Index::Affine { constant: self.constant as i64, terms })
     }
 
     fn scale(mut self, k: i128) -> Option<Affine> {
@@ -162,16 +167,7 @@ fn affine(e: &Expr, extents: &[i64]) -> Option<Affine> {
 
 /// Compiles one index expression.
 fn compile(e: &Expr, extents: &[i64]) -> Index {
-    let Some(a) = affine(e, extents) else { return Index::General };
-    // Every partial sum of the evaluation lies within the sum of the
-    // magnitudes of its parts, which must fit too.
-    let bound = a.constant.abs()
-        + a.terms.iter().map(|&(axis, c)| c.abs() * i128::from(extents[axis].max(1) - 1)).sum::<i128>();
-    let (Ok(constant), true) = (i64::try_from(a.constant), i64::try_from(bound).is_ok()) else {
-        return Index::General;
-    };
-    let terms = a.terms.into_iter().map(|(axis, c)| (axis, c as i64)).collect();
-    Index::Affine { constant, terms }
+    affine(e, extents).and_then(|a| a.into_index(extents)).unwrap_or(Index::General)
 }
 
 #[cfg(test)]
