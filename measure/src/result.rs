@@ -102,7 +102,9 @@ pub struct VlMeasurement {
     pub status: Status,
     /// The first mismatching element, the signal, stderr, ... (empty when ok).
     pub message: String,
-    /// Largest absolute output error (NaN if nothing was compared).
+    /// Largest absolute output error (NaN if nothing was compared; JSON
+    /// has no NaN, so it is written as `null` and read back as NaN).
+    #[serde(deserialize_with = "nan_if_null")]
     pub max_abs_err: f64,
     /// Real timing (native and remote runners).
     pub timing: Option<Timing>,
@@ -119,6 +121,11 @@ pub struct VlMeasurement {
     /// time, not kernel time); 0 when nothing ran or the runner does not say.
     #[serde(default)]
     pub wall_s: f64,
+}
+
+/// A number, or NaN for `null` (how serde_json writes NaN).
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl VlMeasurement {
@@ -195,6 +202,22 @@ impl Measurement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_compared_nothing_reads_back_from_json() {
+        let mut m = VlMeasurement::bare(256, Status::Ok, "r", "");
+        m.timing = Some(Timing::from_repeats(vec![1e-3, 2e-3], 1));
+        let json = serde_json::to_string(&m).expect("writes");
+        assert!(json.contains(r#""max_abs_err":null"#), "{json}");
+        let back: VlMeasurement = serde_json::from_str(&json).expect("reads");
+        assert!(back.max_abs_err.is_nan());
+        assert_eq!((&back.timing, back.status), (&m.timing, m.status));
+        let m = VlMeasurement { max_abs_err: 0.25, ..m };
+        assert_eq!(
+            serde_json::from_str::<VlMeasurement>(&serde_json::to_string(&m).expect("writes")).expect("reads"),
+            m
+        );
+    }
 
     #[test]
     fn a_candidates_own_failure_outranks_an_unmeasured_run() {

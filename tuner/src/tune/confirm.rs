@@ -517,6 +517,24 @@ mod tests {
     }
 
     #[test]
+    fn a_resumed_job_rebuilds_the_curve_and_answers_of_its_earlier_trials() {
+        // No re-checks: every trial counts with its first measurement, as it did live.
+        let confirm = ConfirmConfig { top: 0, rounds: 0, best_runs: 0 };
+        let ran = run(Arc::new(LuckyFirst::default()), 8, 4, confirm, Arc::new(Notify::new()));
+        let live = &ran.tasks[0];
+        assert_eq!(live.curve.len(), 8);
+        let (target, kind, _) = runner_target("host", Some(RunnerKind::Native), &[]).expect("host");
+        let cfg = job_config("matmul:M=16,N=16,K=8", "host", kind, &[], 8);
+        let mut again = setup(&cfg, &target, &ran.db).expect("setup");
+        assert!(again.tasks[0].curve.is_empty(), "a new job starts with no curve");
+        crate::tune::count_earlier_trials(&mut again, &ran.db, 1).expect("counts");
+        let resumed = &again.tasks[0];
+        assert_eq!(resumed.curve, live.curve);
+        assert_eq!(resumed.incumbents, live.incumbents);
+        assert_eq!(resumed.trials, 8);
+    }
+
+    #[test]
     fn a_job_stored_before_re_checks_existed_resumes_with_the_default() {
         let old: ConfirmConfig = serde_json::from_str(r#"{"top":4,"rounds":3}"#).expect("parses");
         assert_eq!(old, ConfirmConfig::default());

@@ -103,6 +103,24 @@ pub struct Setup {
     pub rows: Vec<(i64, i64)>,
     /// Cost-model training rows from earlier measurements.
     pub training: Vec<Row>,
+    /// Per task, the records it was given, oldest first: what resuming a
+    /// job needs to rebuild the task's curve ([`count_earlier_trials`]).
+    pub known: Vec<Vec<Known>>,
+}
+
+/// A record [`setup`] gave a task (the baseline, or a sample it observed).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Known {
+    /// The record.
+    pub id: i64,
+    /// The job that measured it.
+    pub job: Option<i64>,
+    /// Its trial index in that job (negative: not a trial).
+    pub trial_idx: i64,
+    /// Its objective as the task ranks it (`None`: it failed).
+    pub objective: Option<f64>,
+    /// Its trace text (empty: the unscheduled baseline).
+    pub trace: String,
 }
 
 /// Builds the tasks of `cfg` for `target` and loads what `db` knows of
@@ -114,6 +132,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
     let mut tasks = Vec::new();
     let mut rows = Vec::new();
     let mut training = Vec::new();
+    let mut known_all = Vec::new();
     for (idx, (reference, weight)) in cfg.workloads.iter().enumerate() {
         let w = load_workload(reference)?;
         let nest = initial_nest(&w, &target);
@@ -125,6 +144,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
         }
         let mut task = Task::new(idx, Arc::new(w), Arc::clone(&target), *weight, vls, space);
         let vl_set = store::vl_set(&task.vls);
+        let mut known = Vec::new();
         for rec in db.workload_records(&workload_row.hash)? {
             if rec.target_hash != target_row.hash || rec.runner != cfg.runner_label() || rec.vl_set != vl_set {
                 continue;
@@ -139,13 +159,17 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
             } else {
                 cfg.objective.value(&Measurement::from_runs(0, String::new(), 0.0, runs))
             };
+            let seen =
+                Known { id: rec.id, job: rec.job_id, trial_idx: rec.trial_idx, objective, trace: rec.trace.clone() };
             if rec.trace.is_empty() {
                 task.baseline = objective.or(task.baseline);
+                known.push(seen);
                 continue;
             }
             let Ok(trace) = parse_trace(&rec.trace) else { continue };
             let Some(sample) = task.restore(&rec.space_trace, &trace) else { continue };
             task.observe(&sample, objective, rec.id);
+            known.push(seen);
             if let (Some(o), false) = (objective, rec.remeasured.is_empty()) {
                 task.remeasured(rec.id, o, 1 + rec.remeasured.len());
             }
@@ -157,13 +181,20 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
         }
         rows.push((workload_row.id, target_row.id));
         tasks.push(task);
+        known_all.push(known);
     }
-    Ok(Setup { tasks, rows, training })
+    Ok(Setup { tasks, rows, training, known: known_all })
 }
 
 /// Counts the trials job `job` ran before it was interrupted into the
 /// tasks of `setup` (a resumed job's summary then covers the whole job):
-/// each trial record under its status now.
+/// each trial record under its status now. Each task's curve and
+/// incumbents are rebuilt for those trials, so the task scheduler's
+/// improvement rates and the job's answer after each trial span the whole
+/// job: the job is taken to have started from the records older than its
+/// first trial's (records other jobs wrote while it ran were not its to
+/// see), and each record counts with the objective the task now ranks it
+/// by (a record re-checked during the search, by its median from the start).
 pub fn count_earlier_trials(setup: &mut Setup, db: &Database, job: i64) -> Result<(), scaletune_database::DbError> {
     for rec in db.job_history(job)? {
         if rec.trial_idx < 0 {
@@ -174,7 +205,47 @@ pub fn count_earlier_trials(setup: &mut Setup, db: &Database, job: i64) -> Resul
         task.trials += 1;
         task.count_trial(rec.id, &rec.status);
     }
+    for (task, known) in setup.tasks.iter_mut().zip(&setup.known) {
+        let (curve, incumbents) = earlier_curve(known, job);
+        task.curve = curve;
+        task.incumbents = incumbents;
+    }
     Ok(())
+}
+
+/// The curve (job trial count, best objective so far) and incumbents
+/// after each of job `job`'s trials among `known`, as the job saw them: it
+/// started from the records older than its first trial's, and ranked equal
+/// objectives by trace text, as [`Task::observe`] does.
+fn earlier_curve(known: &[Known], job: i64) -> (Vec<(usize, f64)>, Vec<Option<i64>>) {
+    let mut mine: Vec<&Known> = known.iter().filter(|k| k.job == Some(job) && k.trial_idx >= 0).collect();
+    mine.sort_by_key(|k| (k.trial_idx, k.id));
+    let Some(first) = mine.iter().map(|k| k.id).min() else { return (Vec::new(), Vec::new()) };
+    let mut best: Option<&Known> = None;
+    let mut baseline: Option<f64> = None;
+    let older = known.iter().filter(|k| k.job != Some(job) && k.id < first);
+    let (mut curve, mut incumbents) = (Vec::new(), Vec::new());
+    for (k, trial) in older.map(|k| (k, None)).chain(mine.into_iter().map(|k| (k, Some(k.trial_idx)))) {
+        if k.trace.is_empty() {
+            // As `setup` and the loop do: a record keeps the baseline it
+            // found, a trial of the job replaces it.
+            baseline = if trial.is_some() { k.objective } else { k.objective.or(baseline) };
+        } else if let Some(o) = k.objective {
+            let ahead = |b: &Known| {
+                let bo = b.objective.unwrap_or(f64::INFINITY);
+                bo < o || (bo == o && b.trace <= k.trace)
+            };
+            if !best.is_some_and(ahead) {
+                best = Some(k);
+            }
+        }
+        if let Some(t) = trial {
+            let now = best.and_then(|b| b.objective).or(baseline).unwrap_or(f64::INFINITY);
+            curve.push((t as usize + 1, now));
+            incumbents.push(best.map(|b| b.id));
+        }
+    }
+    (curve, incumbents)
 }
 
 #[cfg(test)]
@@ -182,6 +253,34 @@ mod tests {
     use super::*;
     use crate::bench::tuned::job_config;
     use scaletune_space::trace::Inst;
+
+    fn known(id: i64, job: i64, trial_idx: i64, objective: Option<f64>, trace: &str) -> Known {
+        Known { id, job: Some(job), trial_idx, objective, trace: trace.into() }
+    }
+
+    #[test]
+    fn the_earlier_curve_starts_from_older_records_only_and_ranks_ties_by_trace() {
+        let known = [
+            // Job 1: the baseline, and a trial that failed.
+            known(1, 1, 0, Some(5.0), ""),
+            known(2, 1, 1, None, "y"),
+            // Job 2 (resumed), trials 2.. (job-wide indices are per job, from 0).
+            known(3, 2, 0, Some(4.0), ""),
+            known(4, 2, 1, None, "a"),
+            // Another job's record written while job 2 ran: not job 2's to see.
+            known(5, 3, 0, Some(0.5), "b"),
+            known(6, 2, 2, Some(2.0), "m"),
+            known(7, 2, 3, Some(2.0), "c"),
+            known(8, 2, 4, Some(2.0), "z"),
+        ];
+        let (curve, incumbents) = earlier_curve(&known, 2);
+        // Until a schedule passes, the baseline: the job's own replaces the older one.
+        assert_eq!(curve, [(1, 4.0), (2, 4.0), (3, 2.0), (4, 2.0), (5, 2.0)]);
+        // Equal objectives: the smaller trace text leads, as in `Task::observe`.
+        assert_eq!(incumbents, [None, None, Some(6), Some(7), Some(7)]);
+        // A job with no trials has no curve.
+        assert_eq!(earlier_curve(&known, 9), (Vec::new(), Vec::new()));
+    }
 
     /// Whether any design-space trace of the job's one task runs a loop in parallel.
     fn searches_parallel_loops(cfg: &JobConfig) -> bool {
