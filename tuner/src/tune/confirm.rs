@@ -9,7 +9,7 @@
 
 use super::job::Loop;
 use super::objective::ObjectiveKind;
-use super::task::Task;
+use super::task::{Scored, Task};
 use scaletune_database::{DbError, NewRemeasurement, DISQUALIFYING};
 use scaletune_measure::Candidate;
 use scaletune_space::trace::Trace;
@@ -158,7 +158,7 @@ impl Loop<'_> {
                         _ => {}
                     }
                 }
-                task.elites.sort_by(|a, b| a.objective.total_cmp(&b.objective));
+                task.elites.sort_by(Scored::rank);
                 if r.interrupted {
                     out.interrupted = true;
                     break;

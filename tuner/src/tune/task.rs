@@ -27,6 +27,16 @@ pub struct Scored {
     pub runs: usize,
 }
 
+impl Scored {
+    /// The order of the elites and of each design-space trace's best: by
+    /// objective, equal objectives (frequent with emulated cycles) by trace
+    /// text, so a ranking does not depend on the order in which
+    /// measurements arrived.
+    pub fn rank(a: &Scored, b: &Scored) -> std::cmp::Ordering {
+        a.objective.total_cmp(&b.objective).then_with(|| a.sample.trace.to_string().cmp(&b.sample.trace.to_string()))
+    }
+}
+
 /// One workload on one target.
 #[derive(Debug)]
 pub struct Task {
@@ -169,7 +179,7 @@ impl Task {
                 s.objective = objective;
                 s.runs = runs;
             }
-            list.sort_by(|a, b| a.objective.total_cmp(&b.objective));
+            list.sort_by(Scored::rank);
         }
     }
 
@@ -305,6 +315,33 @@ mod tests {
         let untried: Vec<usize> = (2..n).rev().collect();
         assert_eq!(order[..n - 2], untried[..]);
         assert_eq!(order[n - 2..], [1, 0]);
+    }
+
+    #[test]
+    fn a_re_measured_candidate_tying_another_ranks_by_trace_text_as_when_observed() {
+        let mut rng = scaletune_space::sample::task_rng(4, 0);
+        let mut t = task();
+        let mut drawn: Vec<Sample> = (0..3).map(|_| t.space.sample(&mut rng).expect("draws")).collect();
+        // Record 0 has the largest trace text, record 2 the smallest.
+        drawn.sort_by_key(|s| std::cmp::Reverse(s.trace.to_string()));
+        let texts: Vec<String> = drawn.iter().map(|s| s.trace.to_string()).collect();
+        assert!(texts[2] < texts[0]);
+        for (r, (s, o)) in drawn.iter().zip([1.0, 2.0, 3.0]).enumerate() {
+            t.observe(s, Some(o), r as i64);
+        }
+        // Record 2 re-measured at record 0's objective: the tie goes by
+        // trace text, which puts it ahead of record 0.
+        t.remeasured(2, 1.0, 2);
+        let order: Vec<i64> = t.elites.iter().map(|s| s.record).collect();
+        assert_eq!(order, [2, 0, 1]);
+        // The order a task gets when it observes those objectives directly, in either order.
+        for sequence in [[0, 2, 1], [2, 0, 1]] {
+            let mut direct = task();
+            for r in sequence {
+                direct.observe(&drawn[r], Some(if r == 1 { 2.0 } else { 1.0 }), r as i64);
+            }
+            assert_eq!(direct.elites.iter().map(|s| s.record).collect::<Vec<_>>(), order);
+        }
     }
 
     #[test]
