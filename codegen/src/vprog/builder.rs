@@ -1,16 +1,48 @@
 //! A builder that appends statements to a [`Program`] and infers result types.
 
 use super::types::*;
+use rustc_hash::FxHashMap;
 use scaletune_space::DType;
+
+/// The index constants of one statement list, by value.
+type ListConsts = FxHashMap<i64, Reg>;
+/// The index operations of one statement list, by operation and operands.
+type ListOps = FxHashMap<(BinOp, Reg, Reg), Reg>;
 
 /// Appends statements to a program under construction.
 ///
 /// Statements go to the innermost open body; `begin_*`/`end_*` pairs open
 /// and close loop and if bodies. Result types of operations are inferred from
 /// their operands.
+///
+/// Index arithmetic is folded as it is emitted. Lowering writes index
+/// expressions out per unrolled copy, with the copy's number as a
+/// constant; this keeps most of them from being written at all (the
+/// clean-up pass would otherwise remove them one by one):
+///
+/// - an index constant, or an index operation on the same registers,
+///   already computed in the same statement list is reused
+///   ([`Builder::index`], [`Builder::bin`]). Within one list an earlier
+///   statement always ran before a later one in the same iteration, so this
+///   is sound as long as no operand was assigned in between:
+///   [`Builder::assign`] forgets every operation computed so far. Not an
+///   enclosing list's: an operand assigned later in a loop between the two
+///   would change it for the next iteration, and a constant shared across
+///   lists lets the clean-up pass merge more address computations, which
+///   changes what LLVM generates (the same list's leave it unchanged);
+/// - a [`Builder::bin`] of two index constants, or with an identity
+///   operand (`x + 0`, `x * 1`), gives the constant or `x`.
 pub struct Builder {
     prog: Program,
     stack: Vec<Vec<Stmt>>,
+    /// Per open list (parallel to `stack`): its index constants by value.
+    consts: Vec<ListConsts>,
+    /// Per open list: its index operations by operation and operands.
+    ops: Vec<ListOps>,
+    /// Per register: its value if [`Builder::index`] made it (never assigned again).
+    const_of: Vec<Option<i64>>,
+    /// Maps of closed lists, cleared, for the next lists to reuse.
+    spare: Vec<(ListConsts, ListOps)>,
 }
 
 impl Builder {
@@ -25,7 +57,16 @@ impl Builder {
                 body: Vec::new(),
             },
             stack: vec![Vec::new()],
+            consts: vec![FxHashMap::default()],
+            ops: vec![FxHashMap::default()],
+            const_of: Vec::new(),
+            spare: Vec::new(),
         }
+    }
+
+    /// The value of `r` if it is an index constant made by [`Builder::index`].
+    pub fn const_value(&self, r: Reg) -> Option<i64> {
+        self.const_of.get(r.0 as usize).copied().flatten()
     }
 
     /// The program built so far (bodies still open are not included).
@@ -54,6 +95,7 @@ impl Builder {
     /// Allocates a fresh register of the given type.
     pub fn new_reg(&mut self, ty: Ty) -> Reg {
         self.prog.regs.push(ty);
+        self.const_of.push(None);
         Reg(self.prog.regs.len() as u32 - 1)
     }
 
@@ -110,6 +152,8 @@ impl Builder {
 
     /// Emits `dst = op` into an existing register.
     pub fn assign(&mut self, dst: Reg, op: Op) {
+        debug_assert!(self.const_value(dst).is_none(), "assigning to a shared index constant");
+        self.ops.iter_mut().for_each(FxHashMap::clear);
         self.push(Stmt::Assign { dst, op });
     }
 
@@ -118,9 +162,16 @@ impl Builder {
         self.stack.last_mut().expect("builder body stack is never empty").push(stmt);
     }
 
-    /// An index constant.
+    /// An index constant: the register of the same list that holds it
+    /// already, or a new one.
     pub fn index(&mut self, v: i64) -> Reg {
-        self.emit(Op::Const(Const::Int(v, Elem::Index)))
+        if let Some(r) = self.consts.last().and_then(|c| c.get(&v)) {
+            return *r;
+        }
+        let r = self.emit(Op::Const(Const::Int(v, Elem::Index)));
+        self.consts.last_mut().expect("one map per open list").insert(v, r);
+        self.const_of[r.0 as usize] = Some(v);
+        r
     }
 
     /// A constant of a data dtype.
@@ -137,31 +188,77 @@ impl Builder {
         self.emit(Op::Const(Const::Bool(v)))
     }
 
-    /// Binary operation helper.
+    /// Binary operation helper. Index arithmetic on constants is folded
+    /// (`+`, `-`, `*`, `min`, `max` of two constants, when the result fits),
+    /// and so are `x + 0`, `0 + x`, `x - 0`, `x * 1` and `1 * x` for an
+    /// index `x` (scalar or vector).
     pub fn bin(&mut self, op: BinOp, a: Reg, b: Reg) -> Reg {
-        self.emit(Op::Bin(op, a, b))
+        if let Some(r) = self.fold(op, a, b) {
+            return r;
+        }
+        let index = self.prog.ty(a).elem == Elem::Index && self.prog.ty(b).elem == Elem::Index;
+        if !index {
+            return self.emit(Op::Bin(op, a, b));
+        }
+        if let Some(r) = self.ops.last().and_then(|m| m.get(&(op, a, b))) {
+            return *r;
+        }
+        let r = self.emit(Op::Bin(op, a, b));
+        self.ops.last_mut().expect("one map per open list").insert((op, a, b), r);
+        r
+    }
+
+    /// What [`Builder::bin`] folds.
+    fn fold(&mut self, op: BinOp, a: Reg, b: Reg) -> Option<Reg> {
+        let (x, y) = (self.const_value(a), self.const_value(b));
+        if let (Some(x), Some(y)) = (x, y) {
+            let v = match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => x.checked_mul(y),
+                BinOp::Min => Some(x.min(y)),
+                BinOp::Max => Some(x.max(y)),
+                _ => None,
+            }?;
+            return Some(self.index(v));
+        }
+        let index = |r: Reg| self.prog.ty(r).elem == Elem::Index;
+        match (op, x, y) {
+            (BinOp::Add | BinOp::Sub, _, Some(0)) | (BinOp::Mul, _, Some(1)) if index(a) => Some(a),
+            (BinOp::Add, Some(0), _) | (BinOp::Mul, Some(1), _) if index(b) => Some(b),
+            _ => None,
+        }
     }
 
     /// Opens a loop body; the returned register is the loop variable.
     pub fn begin_loop(&mut self) -> Reg {
-        self.stack.push(Vec::new());
+        self.begin_body();
         self.new_reg(Ty::index())
     }
 
     /// Closes the innermost open body as a loop.
     pub fn end_loop(&mut self, var: Reg, start: Reg, end: Reg, hint: LoopHint) {
-        let body = self.stack.pop().expect("end_loop without begin_loop");
+        assert!(self.stack.len() > 1, "end_loop without begin_loop");
+        let body = self.end_body();
         self.push(Stmt::Loop { var, start, end, body, hint });
     }
 
     /// Opens a nested body (for `if` branches or loops built by hand).
     pub fn begin_body(&mut self) {
         self.stack.push(Vec::new());
+        let (consts, ops) = self.spare.pop().unwrap_or_default();
+        self.consts.push(consts);
+        self.ops.push(ops);
     }
 
     /// Closes the innermost open body and returns its statements.
     pub fn end_body(&mut self) -> Vec<Stmt> {
         assert!(self.stack.len() > 1, "end_body without begin_body");
+        if let (Some(mut consts), Some(mut ops)) = (self.consts.pop(), self.ops.pop()) {
+            consts.clear();
+            ops.clear();
+            self.spare.push((consts, ops));
+        }
         self.stack.pop().expect("checked above")
     }
 
@@ -170,5 +267,105 @@ impl Builder {
         assert_eq!(self.stack.len(), 1, "unclosed body in builder");
         self.prog.body = self.stack.pop().expect("checked above");
         self.prog
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The assignments of a statement list (not nested ones), as `(dst, op)`.
+    fn assigns(body: &[Stmt]) -> Vec<(Reg, Op)> {
+        body.iter()
+            .filter_map(|s| match s {
+                Stmt::Assign { dst, op } => Some((*dst, op.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn index_constants_and_operations_are_reused_within_one_list_only() {
+        let mut b = Builder::new("k");
+        let (c, again) = (b.index(5), b.index(5));
+        assert_eq!(c, again);
+        let x = b.add_scalar_param("x", DType::I32);
+        let x = b.emit(Op::Cast(x, Elem::Index));
+        let sum = b.bin(BinOp::Add, x, c);
+        assert_eq!(b.bin(BinOp::Add, x, c), sum);
+        assert_ne!(b.bin(BinOp::Add, c, x), sum, "operands in another order are another operation");
+        // A nested list computes its own.
+        let var = b.begin_loop();
+        let (inner_c, inner_sum) = (b.index(5), b.bin(BinOp::Add, x, c));
+        assert!(inner_c != c && inner_sum != sum);
+        assert_eq!(b.bin(BinOp::Add, x, c), inner_sum);
+        let end = b.index(4);
+        b.end_loop(var, c, end, LoopHint::None);
+        // Back in the outer list, its own again.
+        assert_eq!((b.index(5), b.bin(BinOp::Add, x, c)), (c, sum));
+        let prog = b.finish();
+        // The outer list: one 5, x + 5 and 5 + x; the loop's body: its own 5 and x + 5.
+        let outer = assigns(&prog.body);
+        assert_eq!(outer.iter().filter(|(_, op)| matches!(op, Op::Const(Const::Int(5, _)))).count(), 1);
+        assert_eq!(outer.iter().filter(|(_, op)| matches!(op, Op::Bin(BinOp::Add, ..))).count(), 2);
+        let Some(Stmt::Loop { body, .. }) = prog.body.last() else { panic!("a loop last: {:?}", prog.body) };
+        let inner = assigns(body);
+        assert_eq!(inner.iter().filter(|(_, op)| matches!(op, Op::Const(Const::Int(5, _)))).count(), 1);
+        assert_eq!(inner.iter().filter(|(_, op)| matches!(op, Op::Bin(BinOp::Add, ..))).count(), 1);
+    }
+
+    #[test]
+    fn an_assignment_between_two_equal_operations_keeps_both() {
+        let mut b = Builder::new("k");
+        let acc = b.new_reg(Ty::index());
+        let zero = b.index(0);
+        b.assign(acc, Op::Copy(zero));
+        let one = b.index(1);
+        let first = b.bin(BinOp::Max, acc, one);
+        b.assign(acc, Op::Copy(first));
+        let second = b.bin(BinOp::Max, acc, one);
+        assert_ne!(first, second, "acc changed in between");
+    }
+
+    #[test]
+    fn index_arithmetic_on_constants_and_identities_is_folded() {
+        let mut b = Builder::new("k");
+        let (one, zero, c512) = (b.index(1), b.index(0), b.index(512));
+        assert_eq!(b.bin(BinOp::Mul, one, c512), c512);
+        let three = b.index(3);
+        let p = b.bin(BinOp::Mul, three, c512);
+        assert_eq!(b.const_value(p), Some(1536));
+        let diff = b.bin(BinOp::Sub, three, c512);
+        assert_eq!(diff, b.index(-509));
+        let min = b.bin(BinOp::Min, three, c512);
+        assert_eq!(min, three);
+        let x = b.add_scalar_param("x", DType::I32);
+        let x = b.emit(Op::Cast(x, Elem::Index));
+        for (op, l, r) in [
+            (BinOp::Add, x, zero),
+            (BinOp::Add, zero, x),
+            (BinOp::Sub, x, zero),
+            (BinOp::Mul, x, one),
+            (BinOp::Mul, one, x),
+        ] {
+            assert_eq!(b.bin(op, l, r), x, "{op:?}");
+        }
+        // Not folded: 0 - x, division (its failure is the program's), overflow.
+        let neg = b.bin(BinOp::Sub, zero, x);
+        assert_ne!(neg, x);
+        let d = b.bin(BinOp::FloorDiv, c512, zero);
+        assert_eq!(b.const_value(d), None);
+        let big = b.index(i64::MAX);
+        let two = b.index(2);
+        let o = b.bin(BinOp::Mul, big, two);
+        assert_eq!(b.const_value(o), None);
+        // A data (not index) operation is neither folded nor reused.
+        let f = b.constant(1.0, DType::F32);
+        let (s1, s2) = (b.bin(BinOp::Add, f, f), b.bin(BinOp::Add, f, f));
+        assert_ne!(s1, s2);
+        let prog = b.finish();
+        let kept: Vec<Op> =
+            assigns(&prog.body).into_iter().map(|(_, op)| op).filter(|op| matches!(op, Op::Bin(..))).collect();
+        assert_eq!(kept.len(), 5, "0 - x, 512 / 0, MAX * 2 and the two data additions: {kept:?}");
     }
 }
