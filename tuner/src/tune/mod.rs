@@ -215,8 +215,8 @@ pub fn count_earlier_trials(setup: &mut Setup, db: &Database, job: i64) -> Resul
 
 /// The curve (job trial count, best objective so far) and incumbents
 /// after each of job `job`'s trials among `known`, as the job saw them: it
-/// started from the records older than its first trial's, and ranked equal
-/// objectives by trace text, as [`Task::observe`] does.
+/// started from the records older than its first trial's, and ranked them
+/// as the task does ([`task::rank_order`]).
 fn earlier_curve(known: &[Known], job: i64) -> (Vec<(usize, f64)>, Vec<Option<i64>>) {
     let mut mine: Vec<&Known> = known.iter().filter(|k| k.job == Some(job) && k.trial_idx >= 0).collect();
     mine.sort_by_key(|k| (k.trial_idx, k.id));
@@ -233,7 +233,7 @@ fn earlier_curve(known: &[Known], job: i64) -> (Vec<(usize, f64)>, Vec<Option<i6
         } else if let Some(o) = k.objective {
             let ahead = |b: &Known| {
                 let bo = b.objective.unwrap_or(f64::INFINITY);
-                bo < o || (bo == o && b.trace <= k.trace)
+                task::rank_order(bo, o, || (b.trace.clone(), k.trace.clone())).is_le()
             };
             if !best.is_some_and(ahead) {
                 best = Some(k);

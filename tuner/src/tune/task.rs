@@ -27,13 +27,22 @@ pub struct Scored {
     pub runs: usize,
 }
 
+/// How measured candidates rank (the elites, each design-space trace's
+/// best, a resumed job's answers): by objective, equal objectives
+/// (frequent with emulated cycles) by trace text, so a ranking does not
+/// depend on the order in which measurements arrived. `texts` gives the two
+/// trace texts, asked only for a tie.
+pub fn rank_order(a: f64, b: f64, texts: impl FnOnce() -> (String, String)) -> std::cmp::Ordering {
+    a.total_cmp(&b).then_with(|| {
+        let (x, y) = texts();
+        x.cmp(&y)
+    })
+}
+
 impl Scored {
-    /// The order of the elites and of each design-space trace's best: by
-    /// objective, equal objectives (frequent with emulated cycles) by trace
-    /// text, so a ranking does not depend on the order in which
-    /// measurements arrived.
+    /// [`rank_order`] of two scored samples.
     pub fn rank(a: &Scored, b: &Scored) -> std::cmp::Ordering {
-        a.objective.total_cmp(&b.objective).then_with(|| a.sample.trace.to_string().cmp(&b.sample.trace.to_string()))
+        rank_order(a.objective, b.objective, || (a.sample.trace.to_string(), b.sample.trace.to_string()))
     }
 }
 
@@ -207,11 +216,8 @@ impl Task {
             *self.family_tries.entry(sample.space_trace).or_default() += 1;
         }
         if let Some(objective) = objective {
-            let ahead = |s: &Scored| match s.objective.total_cmp(&objective) {
-                std::cmp::Ordering::Less => true,
-                std::cmp::Ordering::Greater => false,
-                std::cmp::Ordering::Equal => s.sample.trace.to_string() <= text,
-            };
+            let ahead =
+                |s: &Scored| rank_order(s.objective, objective, || (s.sample.trace.to_string(), text.clone())).is_le();
             let scored = Scored { objective, sample: sample.clone(), record, runs: 1 };
             let family = self.family_best.entry(sample.space_trace).or_default();
             let pos = family.partition_point(ahead);
