@@ -5,8 +5,14 @@
 //! mutants of 16 elites) and scores 256 new candidates on every core;
 //! `mutate_and_score_one_thread` does so in the space of a one-thread job
 //! (no parallel loops).
+//!
+//! With `SCALETUNE_SEARCH_WORK=N` set, the binary instead runs a fixed
+//! amount of work (N proposals of each kind, fixed seeds) and prints what
+//! it proposed, for instruction counts that the machine's load does not
+//! move: `valgrind --tool=callgrind` on the bench binary (README,
+//! Performance).
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use scaletune::cost_model::{sample_features, CostModel, FeatureCache, Row};
 use scaletune::search::evolutionary::Evolutionary;
 use scaletune::search::{discard, fresh_samples};
@@ -17,6 +23,7 @@ use scaletune_space::design::{DesignSpace, Sample, SpaceOptions};
 use scaletune_space::sample::task_rng;
 use scaletune_space::workload::{load, Workload};
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -26,23 +33,75 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BATCH: usize = 256;
 
-fn bench(c: &mut Criterion) {
-    let w = Arc::new(load("matmul:M=512,N=512,K=512").expect("workload"));
-    let t = Arc::new(Target::load("host").expect("target"));
-    let space = DesignSpace::generate(&initial_nest(&w, &t));
-    let mut task = Task::new(0, Arc::clone(&w), Arc::clone(&t), 1.0, Vec::new(), space);
-    // A model trained on 64 samples with a synthetic objective, and 16 of them as elites.
-    let mut rng = task_rng(11, 0);
-    let seeds: Vec<Sample> = (0..64).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
-    let rows: Vec<Row> = seeds
-        .iter()
-        .filter_map(|s| sample_features(&task, s))
-        .map(|f| Row { task: 0, objective: 1.0 + f.iter().map(|x| f64::from(x.abs())).sum::<f64>(), features: f })
-        .collect();
-    let model = CostModel::train(&rows, 5).expect("trains").expect("enough rows");
-    for (i, s) in seeds.iter().take(16).enumerate() {
-        task.observe(s, Some(1.0 + i as f64), i as i64);
+/// The task, trained model and elites every measurement starts from.
+struct Fixture {
+    w: Arc<Workload>,
+    t: Arc<Target>,
+    task: Task,
+    model: CostModel,
+    parents: Vec<Sample>,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let w = Arc::new(load("matmul:M=512,N=512,K=512").expect("workload"));
+        let t = Arc::new(Target::load("host").expect("target"));
+        let space = DesignSpace::generate(&initial_nest(&w, &t));
+        let mut task = Task::new(0, Arc::clone(&w), Arc::clone(&t), 1.0, Vec::new(), space);
+        // A model trained on 64 samples with a synthetic objective, and 16 of them as elites.
+        let mut rng = task_rng(11, 0);
+        let seeds: Vec<Sample> = (0..64).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
+        let rows: Vec<Row> = seeds
+            .iter()
+            .filter_map(|s| sample_features(&task, s))
+            .map(|f| Row { task: 0, objective: 1.0 + f.iter().map(|x| f64::from(x.abs())).sum::<f64>(), features: f })
+            .collect();
+        let model = CostModel::train(&rows, 5).expect("trains").expect("enough rows");
+        for (i, s) in seeds.iter().take(16).enumerate() {
+            task.observe(s, Some(1.0 + i as f64), i as i64);
+        }
+        let parents = task.elites.iter().map(|s| s.sample.clone()).collect();
+        Fixture { w, t, task, model, parents }
     }
+}
+
+/// `n` proposals of each kind with fixed seeds; prints how many candidates
+/// each made and a digest of their trace texts and ranks.
+fn fixed_work(n: usize) {
+    let f = Fixture::new();
+    let evolutionary = Evolutionary::default();
+    let (serial, serial_parents) = task_with_elites(&f.w, &f.t, SpaceOptions { parallel: false });
+    let mut digest = std::collections::hash_map::DefaultHasher::new();
+    let mut counts = [0usize; 3];
+    for i in 0..n {
+        let seed = i as u64;
+        let pools = [
+            fresh_samples(&f.task, BATCH, 4 * BATCH, &mut HashSet::new(), &mut task_rng(12, seed)),
+            evolutionary.breed(&f.task, &f.parents, BATCH, &mut HashSet::new(), &mut task_rng(13, seed)),
+            evolutionary.breed(&serial, &serial_parents, BATCH, &mut HashSet::new(), &mut task_rng(14, seed)),
+        ];
+        for (k, pool) in pools.into_iter().enumerate() {
+            let task = if k == 2 { &serial } else { &f.task };
+            let order = f.model.rank_cached(task, &pool, &mut FeatureCache::default());
+            counts[k] += pool.len();
+            for s in &pool {
+                s.trace.to_string().hash(&mut digest);
+            }
+            format!("{order:?}").hash(&mut digest);
+            discard(pool);
+        }
+    }
+    println!(
+        "fresh {} mutants {} one-thread mutants {} digest {:016x}",
+        counts[0],
+        counts[1],
+        counts[2],
+        digest.finish()
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let Fixture { w, t, task, model, parents } = Fixture::new();
     let mut g = c.benchmark_group("search");
     g.throughput(Throughput::Elements(BATCH as u64));
     g.sample_size(10);
@@ -54,7 +113,6 @@ fn bench(c: &mut Criterion) {
             discard(pool);
         })
     });
-    let parents: Vec<Sample> = task.elites.iter().map(|s| s.sample.clone()).collect();
     let mut rng = task_rng(13, 0);
     let evolutionary = Evolutionary::default();
     g.bench_function("mutate_and_score", |b| {
@@ -91,4 +149,12 @@ fn task_with_elites(w: &Arc<Workload>, t: &Arc<Target>, options: SpaceOptions) -
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if let Some(n) = std::env::var("SCALETUNE_SEARCH_WORK").ok().and_then(|n| n.parse().ok()) {
+        fixed_work(n);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -80,7 +80,8 @@ impl Lowerer {
         flatten_sum(e, &mut terms);
         let mut emitted = Vec::with_capacity(terms.len());
         for t in terms {
-            let depth = t.vars().into_iter().filter_map(|v| self.vars.get(&v).map(|r| r.0)).max();
+            let mut depth = None;
+            t.for_each_var(&mut |v| depth = depth.max(self.vars.get(&v).map(|r| r.0)));
             emitted.push((depth, self.index(t)?));
         }
         // Stable: terms at one depth keep their order.
@@ -114,7 +115,7 @@ impl Lowerer {
             Expr::Min(a, b) => self.bin_vec(BinOp::Min, a, b, mask)?,
             Expr::Max(a, b) => self.bin_vec(BinOp::Max, a, b, mask)?,
             Expr::CeilDiv(a, b) => {
-                let e2 = (*a.clone() + *b.clone() - 1).floordiv(*b.clone());
+                let e2 = ((**a).clone() + (**b).clone() - 1).floordiv((**b).clone());
                 self.index_vec(&e2, mask)?
             }
             Expr::Load(t, idx) => {

@@ -4,13 +4,13 @@ use super::reduce::AccPlan;
 use super::tails::{TailPlan, VecMode};
 use super::tiles::TilePlan;
 use crate::vprog::{optimize, verify, BufId, BufKind, Buffer, Builder, Lanes, Program, Reg, VerifyError};
+use rustc_hash::FxHashMap as HashMap;
 use scaletune_space::expr::{eval, simplify, Expr};
 use scaletune_space::ids::{BlockId, LoopId, VarId};
 use scaletune_space::ir::{Nest, Scope};
 use scaletune_space::kind::VectorKind;
 use scaletune_space::schedule::vector_lanes;
 use scaletune_space::workload::Role;
-use std::collections::HashMap;
 use std::rc::Rc;
 use thiserror::Error;
 
@@ -57,7 +57,7 @@ pub(crate) struct Lowerer {
     pub active_tiles: HashMap<(BlockId, Vec<i64>), Reg>,
     pub unrolled: HashMap<VarId, i64>,
     /// Tensorized loops whose ZA tiles start at zero.
-    pub za_zero_start: std::collections::HashSet<LoopId>,
+    pub za_zero_start: rustc_hash::FxHashSet<LoopId>,
     /// Shapes of the accesses of blocks, by access and vector variable (see [`super::access::AccessKey`]).
     pub shapes: HashMap<super::access::AccessKey, Rc<super::access::Shape>>,
 }
@@ -73,15 +73,33 @@ pub(crate) type Result<T> = std::result::Result<T, LowerError>;
 /// [`optimize`](crate::vprog::optimize) (invariants out of loops, repeated
 /// computations shared); the interpreter and LLVM both get that program.
 pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
+    let prog = lower_unverified(nest, kernel)?;
+    verify(&prog)?;
+    Ok(prog)
+}
+
+/// [`lower`] without the final check of the cleaned-up program (the
+/// emitted program is still verified before the clean-up, which relies on
+/// it), for callers that only read the program and lower many candidates:
+/// the search's cost model computes features of thousands per second. A
+/// clean-up bug is still caught when the candidate is compiled, by
+/// [`lower`].
+pub fn lower_unverified(nest: &Nest, kernel: &str) -> Result<Program> {
     let mut prog = lower_unoptimized(nest, kernel)?;
     optimize(&mut prog);
-    verify(&prog)?;
     Ok(prog)
 }
 
 /// Like [`lower`], without the clean-up of [`optimize`]: every index
 /// expression is computed where it is used (for tests of that clean-up).
 pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
+    let prog = lower_raw(nest, kernel)?;
+    verify(&prog)?;
+    Ok(prog)
+}
+
+/// The program as emitted, neither cleaned up nor verified.
+fn lower_raw(nest: &Nest, kernel: &str) -> Result<Program> {
     // A nest that did not come through a trace (the loop-nest text format)
     // meets the same size and unrolling limits before anything is emitted.
     nest.check_limits().map_err(|e| LowerError::Unsupported { kernel: kernel.to_string(), message: e.to_string() })?;
@@ -112,26 +130,24 @@ pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
         vscale_const,
         bufs: Vec::new(),
         scalars: Vec::new(),
-        vars: HashMap::new(),
+        vars: HashMap::default(),
         vec: None,
         tails,
-        modes: HashMap::new(),
+        modes: HashMap::default(),
         accs,
-        active_accs: HashMap::new(),
+        active_accs: HashMap::default(),
         tiles,
-        active_tiles: HashMap::new(),
-        unrolled: HashMap::new(),
+        active_tiles: HashMap::default(),
+        unrolled: HashMap::default(),
         za_zero_start,
-        shapes: HashMap::new(),
+        shapes: HashMap::default(),
     };
     lw.setup_buffers()?;
     let nest = Rc::clone(&lw.nest);
     for &n in &nest.root {
         lw.node(n)?;
     }
-    let prog = lw.b.finish();
-    verify(&prog)?;
-    Ok(prog)
+    Ok(lw.b.finish())
 }
 
 /// SVE compiled for a 128-bit vector length (the `sve` kind specialized to

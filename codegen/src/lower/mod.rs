@@ -25,4 +25,4 @@ mod za;
 #[cfg(test)]
 mod tests;
 
-pub use ctx::{lower, lower_unoptimized, LowerError};
+pub use ctx::{lower, lower_unoptimized, lower_unverified, LowerError};

@@ -6,10 +6,10 @@
 //! block has a single child and does not index the written element; after
 //! `H` the register is reduced horizontally and combined with memory once.
 
+use rustc_hash::FxHashMap as HashMap;
 use scaletune_space::ids::{BlockId, LoopId};
 use scaletune_space::ir::{LoopKind, Nest, Node};
 use scaletune_space::workload::UpdateOp;
-use std::collections::HashMap;
 
 /// Where each reduction's vector accumulator lives.
 #[derive(Clone, Debug, Default)]

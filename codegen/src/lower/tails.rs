@@ -18,10 +18,10 @@
 //! not emitted (in particular not inside the reduction loop of a register
 //! tile, where each would be a branch per step).
 
+use rustc_hash::FxHashMap as HashMap;
 use scaletune_space::expr::{linear_in, simplify, Expr};
 use scaletune_space::ids::LoopId;
 use scaletune_space::ir::{LoopKind, Nest, Node, Pred, Tail};
-use std::collections::HashMap;
 
 /// How a vector loop is emitted in the current version of its enclosing code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,11 +11,11 @@
 use super::ctx::{Lowerer, Result, VecCtx};
 use super::tails::{TailPlan, VecMode};
 use crate::vprog::{Op, Reg, Stmt};
+use rustc_hash::FxHashMap as HashMap;
 use scaletune_space::expr::{eval, Expr};
 use scaletune_space::ids::{BlockId, LoopId, VarId};
 use scaletune_space::ir::{LoopKind, Nest, Node, Tail};
 use scaletune_space::workload::UpdateOp;
-use std::collections::HashMap;
 
 /// Largest number of registers one promoted block may use.
 const MAX_INSTANCES: i64 = 64;

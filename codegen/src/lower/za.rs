@@ -25,6 +25,7 @@
 
 use super::ctx::{Lowerer, Result, VecCtx};
 use crate::vprog::{mopa_group, CmpOp, Const, Elem, Lanes, LoopHint, Op, Reg, Stmt};
+use rustc_hash::FxHashSet as HashSet;
 use scaletune_space::expr::simplify;
 use scaletune_space::expr::Expr;
 use scaletune_space::ids::{LoopId, VarId};
@@ -32,14 +33,13 @@ use scaletune_space::ir::{Nest, Pred};
 use scaletune_space::schedule::{OuterProduct, ZA_LANES_PER_VSCALE};
 use scaletune_space::workload::{Access, UpdateOp};
 use scaletune_space::DType;
-use std::collections::HashSet;
 use std::rc::Rc;
 
 /// Tensorized loops whose ZA tiles start at zero (the reduction lies wholly
 /// inside the micro-kernel, or there is none): their blocks' initialization
 /// is left to the tiles. Call before `decompose_all_inits`.
 pub(crate) fn zero_started(nest: &mut Nest) -> HashSet<LoopId> {
-    let mut out = HashSet::new();
+    let mut out = HashSet::default();
     for l in nest.all_loops() {
         if !nest.is_tensorized(l) {
             continue;

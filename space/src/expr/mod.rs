@@ -22,6 +22,7 @@ pub use simplify::{linear_in, prove_le, prove_lt, simplify, Linear};
 
 use crate::ids::{TensorId, VarId};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// An integer expression.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -33,21 +34,21 @@ pub enum Expr {
     /// The runtime vector-length multiplier.
     VScale,
     /// `a + b`.
-    Add(Box<Expr>, Box<Expr>),
+    Add(Arc<Expr>, Arc<Expr>),
     /// `a - b`.
-    Sub(Box<Expr>, Box<Expr>),
+    Sub(Arc<Expr>, Arc<Expr>),
     /// `a * b`.
-    Mul(Box<Expr>, Box<Expr>),
+    Mul(Arc<Expr>, Arc<Expr>),
     /// `floor(a / b)`.
-    FloorDiv(Box<Expr>, Box<Expr>),
+    FloorDiv(Arc<Expr>, Arc<Expr>),
     /// `a - b * floor(a / b)`.
-    FloorMod(Box<Expr>, Box<Expr>),
+    FloorMod(Arc<Expr>, Arc<Expr>),
     /// `ceil(a / b)` for positive `b`.
-    CeilDiv(Box<Expr>, Box<Expr>),
+    CeilDiv(Arc<Expr>, Arc<Expr>),
     /// `min(a, b)`.
-    Min(Box<Expr>, Box<Expr>),
+    Min(Arc<Expr>, Arc<Expr>),
     /// `max(a, b)`.
-    Max(Box<Expr>, Box<Expr>),
+    Max(Arc<Expr>, Arc<Expr>),
     /// An element of an integer tensor (indirect indexing).
     Load(TensorId, Vec<Expr>),
 }
@@ -63,33 +64,33 @@ impl Expr {
         if c == 1 {
             Expr::VScale
         } else {
-            Expr::Mul(Box::new(Expr::Int(c)), Box::new(Expr::VScale))
+            Expr::Mul(Arc::new(Expr::Int(c)), Arc::new(Expr::VScale))
         }
     }
 
     /// `floordiv(self, b)`.
     pub fn floordiv(self, b: Expr) -> Expr {
-        Expr::FloorDiv(Box::new(self), Box::new(b))
+        Expr::FloorDiv(Arc::new(self), Arc::new(b))
     }
 
     /// `floormod(self, b)`.
     pub fn floormod(self, b: Expr) -> Expr {
-        Expr::FloorMod(Box::new(self), Box::new(b))
+        Expr::FloorMod(Arc::new(self), Arc::new(b))
     }
 
     /// `ceildiv(self, b)`.
     pub fn ceildiv(self, b: Expr) -> Expr {
-        Expr::CeilDiv(Box::new(self), Box::new(b))
+        Expr::CeilDiv(Arc::new(self), Arc::new(b))
     }
 
     /// `min(self, b)`.
     pub fn min(self, b: Expr) -> Expr {
-        Expr::Min(Box::new(self), Box::new(b))
+        Expr::Min(Arc::new(self), Arc::new(b))
     }
 
     /// `max(self, b)`.
     pub fn max(self, b: Expr) -> Expr {
-        Expr::Max(Box::new(self), Box::new(b))
+        Expr::Max(Arc::new(self), Arc::new(b))
     }
 
     /// The constant value, if this is a literal.
@@ -101,9 +102,9 @@ impl Expr {
     }
 
     /// The direct sub-expressions.
-    pub fn children(&self) -> Vec<&Expr> {
-        match self {
-            Expr::Int(_) | Expr::Var(_) | Expr::VScale => Vec::new(),
+    pub fn children(&self) -> impl Iterator<Item = &Expr> + '_ {
+        let (pair, loads): (Option<[&Expr; 2]>, &[Expr]) = match self {
+            Expr::Int(_) | Expr::Var(_) | Expr::VScale => (None, &[]),
             Expr::Add(a, b)
             | Expr::Sub(a, b)
             | Expr::Mul(a, b)
@@ -111,14 +112,27 @@ impl Expr {
             | Expr::FloorMod(a, b)
             | Expr::CeilDiv(a, b)
             | Expr::Min(a, b)
-            | Expr::Max(a, b) => vec![a, b],
-            Expr::Load(_, idx) => idx.iter().collect(),
-        }
+            | Expr::Max(a, b) => (Some([&**a, &**b]), &[]),
+            Expr::Load(_, idx) => (None, idx.as_slice()),
+        };
+        pair.into_iter().flatten().chain(loads)
     }
 
     /// True if `pred` holds for this node or any sub-expression.
     pub fn any(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
-        pred(self) || self.children().into_iter().any(|c| c.any(pred))
+        pred(self)
+            || match self {
+                Expr::Int(_) | Expr::Var(_) | Expr::VScale => false,
+                Expr::Add(a, b)
+                | Expr::Sub(a, b)
+                | Expr::Mul(a, b)
+                | Expr::FloorDiv(a, b)
+                | Expr::FloorMod(a, b)
+                | Expr::CeilDiv(a, b)
+                | Expr::Min(a, b)
+                | Expr::Max(a, b) => a.any(pred) || b.any(pred),
+                Expr::Load(_, idx) => idx.iter().any(|i| i.any(pred)),
+            }
     }
 
     /// True if the variable occurs.
@@ -144,32 +158,67 @@ impl Expr {
     }
 
     fn collect_vars(&self, out: &mut Vec<VarId>) {
-        if let Expr::Var(v) = self {
-            if !out.contains(v) {
-                out.push(*v);
+        self.for_each_var(&mut |v| {
+            if !out.contains(&v) {
+                out.push(v);
             }
-        }
-        for c in self.children() {
-            c.collect_vars(out);
+        });
+    }
+
+    /// Calls `f` on every occurrence of a variable, left to right (without
+    /// allocating, unlike [`Expr::vars`]).
+    pub fn for_each_var(&self, f: &mut impl FnMut(VarId)) {
+        match self {
+            Expr::Var(v) => f(*v),
+            Expr::Int(_) | Expr::VScale => {}
+            Expr::Add(a, b)
+            | Expr::Sub(a, b)
+            | Expr::Mul(a, b)
+            | Expr::FloorDiv(a, b)
+            | Expr::FloorMod(a, b)
+            | Expr::CeilDiv(a, b)
+            | Expr::Min(a, b)
+            | Expr::Max(a, b) => {
+                a.for_each_var(f);
+                b.for_each_var(f);
+            }
+            Expr::Load(_, idx) => idx.iter().for_each(|i| i.for_each_var(f)),
         }
     }
 
     /// Rebuilds the expression bottom-up, replacing every leaf (`Int`,
-    /// `Var`, `VScale`) for which `f` returns an expression.
+    /// `Var`, `VScale`) for which `f` returns an expression. Sub-trees with
+    /// no replaced leaf are shared with `self`, not copied.
     pub fn map_leaves(&self, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
-        let bx = |e: &Expr| Box::new(e.map_leaves(f));
-        match self {
-            Expr::Int(_) | Expr::Var(_) | Expr::VScale => f(self).unwrap_or_else(|| self.clone()),
-            Expr::Add(a, b) => Expr::Add(bx(a), bx(b)),
-            Expr::Sub(a, b) => Expr::Sub(bx(a), bx(b)),
-            Expr::Mul(a, b) => Expr::Mul(bx(a), bx(b)),
-            Expr::FloorDiv(a, b) => Expr::FloorDiv(bx(a), bx(b)),
-            Expr::FloorMod(a, b) => Expr::FloorMod(bx(a), bx(b)),
-            Expr::CeilDiv(a, b) => Expr::CeilDiv(bx(a), bx(b)),
-            Expr::Min(a, b) => Expr::Min(bx(a), bx(b)),
-            Expr::Max(a, b) => Expr::Max(bx(a), bx(b)),
-            Expr::Load(t, idx) => Expr::Load(*t, idx.iter().map(|i| i.map_leaves(f)).collect()),
-        }
+        self.map_leaves_changed(f).unwrap_or_else(|| self.clone())
+    }
+
+    /// [`Expr::map_leaves`], or `None` when no leaf was replaced.
+    fn map_leaves_changed(&self, f: &dyn Fn(&Expr) -> Option<Expr>) -> Option<Expr> {
+        let pair = |a: &Arc<Expr>, b: &Arc<Expr>| -> Option<(Arc<Expr>, Arc<Expr>)> {
+            match (a.map_leaves_changed(f), b.map_leaves_changed(f)) {
+                (None, None) => None,
+                (x, y) => Some((x.map_or_else(|| Arc::clone(a), Arc::new), y.map_or_else(|| Arc::clone(b), Arc::new))),
+            }
+        };
+        Some(match self {
+            Expr::Int(_) | Expr::Var(_) | Expr::VScale => return f(self),
+            Expr::Add(a, b) => pair(a, b).map(|(a, b)| Expr::Add(a, b))?,
+            Expr::Sub(a, b) => pair(a, b).map(|(a, b)| Expr::Sub(a, b))?,
+            Expr::Mul(a, b) => pair(a, b).map(|(a, b)| Expr::Mul(a, b))?,
+            Expr::FloorDiv(a, b) => pair(a, b).map(|(a, b)| Expr::FloorDiv(a, b))?,
+            Expr::FloorMod(a, b) => pair(a, b).map(|(a, b)| Expr::FloorMod(a, b))?,
+            Expr::CeilDiv(a, b) => pair(a, b).map(|(a, b)| Expr::CeilDiv(a, b))?,
+            Expr::Min(a, b) => pair(a, b).map(|(a, b)| Expr::Min(a, b))?,
+            Expr::Max(a, b) => pair(a, b).map(|(a, b)| Expr::Max(a, b))?,
+            Expr::Load(t, idx) => {
+                let changed: Vec<Option<Expr>> = idx.iter().map(|i| i.map_leaves_changed(f)).collect();
+                if changed.iter().all(Option::is_none) {
+                    return None;
+                }
+                Expr::Load(*t, changed.into_iter().zip(idx).map(|(c, i)| c.unwrap_or_else(|| i.clone())).collect())
+            }
+        })
     }
 
     /// Replaces variables for which `f` returns an expression.
@@ -203,13 +252,13 @@ macro_rules! bin_op {
         impl std::ops::$trait for Expr {
             type Output = Expr;
             fn $method(self, rhs: Expr) -> Expr {
-                Expr::$variant(Box::new(self), Box::new(rhs))
+                Expr::$variant(Arc::new(self), Arc::new(rhs))
             }
         }
         impl std::ops::$trait<i64> for Expr {
             type Output = Expr;
             fn $method(self, rhs: i64) -> Expr {
-                Expr::$variant(Box::new(self), Box::new(Expr::Int(rhs)))
+                Expr::$variant(Arc::new(self), Arc::new(Expr::Int(rhs)))
             }
         }
     };

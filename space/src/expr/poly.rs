@@ -6,8 +6,8 @@
 
 use super::Expr;
 use crate::ids::VarId;
-use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use smallvec::{smallvec, SmallVec};
+use std::sync::Arc;
 
 /// A factor of a monomial.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -17,17 +17,55 @@ pub enum Atom {
     /// `vscale`.
     VScale,
     /// A canonical non-polynomial expression (floordiv, min, load, ...).
-    Opaque(Box<Expr>),
+    Opaque(Arc<Expr>),
 }
 
 /// A product of atoms (sorted; repeats mean powers). Empty is the constant 1.
-pub type Mono = Vec<Atom>;
+/// Index monomials have one or two factors, kept inline.
+pub type Mono = SmallVec<[Atom; 2]>;
+
+/// The terms of a polynomial: monomial -> non-zero coefficient, ordered by
+/// monomial. A sorted vector rather than a tree: index polynomials have a
+/// handful of terms, and are built, combined and dropped by the million
+/// while a search replays and lowers candidates.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Terms(SmallVec<[(Mono, i64); 4]>);
+
+impl Terms {
+    /// The (monomial, coefficient) pairs in monomial order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Mono, &i64)> + '_ {
+        self.0.iter().map(|(m, c)| (m, c))
+    }
+
+    /// The number of terms.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is no term (the polynomial 0).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The coefficient of `m`, if it has a term.
+    pub fn get(&self, m: &Mono) -> Option<&i64> {
+        self.0.binary_search_by(|(k, _)| k.cmp(m)).ok().map(|i| &self.0[i].1)
+    }
+}
+
+impl<'a> IntoIterator for &'a Terms {
+    type Item = (&'a Mono, &'a i64);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (Mono, i64)>, fn(&'a (Mono, i64)) -> (&'a Mono, &'a i64)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(m, c)| (m, c))
+    }
+}
 
 /// A polynomial: monomial -> non-zero coefficient.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Poly {
     /// Terms with non-zero coefficients.
-    pub terms: BTreeMap<Mono, i64>,
+    pub terms: Terms,
     /// Set when a coefficient overflowed 64 bits: the terms are then
     /// meaningless, so the polynomial can be neither bounded nor printed back
     /// (the simplifier keeps such an expression as it was written).
@@ -38,14 +76,14 @@ impl Poly {
     /// The constant polynomial.
     pub fn constant(c: i64) -> Poly {
         let mut p = Poly::default();
-        p.add_term(Vec::new(), c);
+        p.add_term(Mono::new(), c);
         p
     }
 
     /// A single atom.
     pub fn atom(a: Atom) -> Poly {
         let mut p = Poly::default();
-        p.add_term(vec![a], 1);
+        p.add_term(smallvec![a], 1);
         p
     }
 
@@ -54,16 +92,15 @@ impl Poly {
         if c == 0 {
             return;
         }
-        // One lookup, and the monomial is moved in, not cloned.
-        match self.terms.entry(m) {
-            Entry::Vacant(v) => {
-                v.insert(c);
-            }
-            Entry::Occupied(mut o) => match o.get().checked_add(c) {
+        // One search, and the monomial is moved in, not cloned.
+        let terms = &mut self.terms.0;
+        match terms.binary_search_by(|(k, _)| k.cmp(&m)) {
+            Err(at) => terms.insert(at, (m, c)),
+            Ok(at) => match terms[at].1.checked_add(c) {
                 Some(0) => {
-                    o.remove();
+                    terms.remove(at);
                 }
-                Some(v) => *o.get_mut() = v,
+                Some(v) => terms[at].1 = v,
                 None => self.overflow = true,
             },
         }
@@ -119,7 +156,7 @@ impl Poly {
         }
         match self.terms.len() {
             0 => Some(0),
-            1 => self.terms.get(&Vec::new()).copied(),
+            1 => self.terms.get(&Mono::new()).copied(),
             _ => None,
         }
     }
@@ -151,15 +188,15 @@ impl Poly {
     /// Converts back to an expression tree in a stable, readable order:
     /// variable terms (`i0*4`, `j0*4*vscale`), then vscale terms, then the constant.
     pub fn to_expr(&self) -> Expr {
-        let mut terms: Vec<(&Mono, i64)> = self.terms.iter().map(|(m, c)| (m, *c)).collect();
+        let mut terms: SmallVec<[(&Mono, i64); 8]> = self.terms.iter().map(|(m, c)| (m, *c)).collect();
         terms.sort_by(|(a, _), (b, _)| term_rank(a).cmp(&term_rank(b)).then(a.cmp(b)));
         let mut acc: Option<Expr> = None;
         for (m, c) in terms {
             acc = Some(match acc {
-                None if c < 0 && !m.is_empty() => Expr::Sub(Box::new(Expr::Int(0)), Box::new(mono_expr(m, -c))),
+                None if c < 0 && !m.is_empty() => Expr::Sub(Arc::new(Expr::Int(0)), Arc::new(mono_expr(m, -c))),
                 None => mono_expr(m, c),
-                Some(a) if c < 0 => Expr::Sub(Box::new(a), Box::new(mono_expr(m, -c))),
-                Some(a) => Expr::Add(Box::new(a), Box::new(mono_expr(m, c))),
+                Some(a) if c < 0 => Expr::Sub(Arc::new(a), Arc::new(mono_expr(m, -c))),
+                Some(a) => Expr::Add(Arc::new(a), Arc::new(mono_expr(m, c))),
             });
         }
         acc.unwrap_or(Expr::Int(0))
@@ -199,16 +236,11 @@ fn atom_expr(a: &Atom) -> Expr {
 
 /// `c * m` printed as `vars*c*vscale*opaques`.
 fn mono_expr(m: &Mono, c: i64) -> Expr {
-    let mut factors: Vec<Expr> = Vec::new();
-    let (vs, rest): (Vec<&Atom>, Vec<&Atom>) = m.iter().partition(|a| matches!(a, Atom::VScale));
-    let (vars, opaque): (Vec<&Atom>, Vec<&Atom>) = rest.into_iter().partition(|a| matches!(a, Atom::Var(_)));
-    factors.extend(vars.iter().map(|a| atom_expr(a)));
-    factors.extend(opaque.iter().map(|a| atom_expr(a)));
-    if c != 1 || m.is_empty() {
-        factors.push(Expr::Int(c));
-    }
-    factors.extend(vs.iter().map(|a| atom_expr(a)));
-    let mut it = factors.into_iter();
-    let first = it.next().unwrap_or(Expr::Int(1));
-    it.fold(first, |a, b| Expr::Mul(Box::new(a), Box::new(b)))
+    let vars = m.iter().filter(|a| matches!(a, Atom::Var(_)));
+    let opaque = m.iter().filter(|a| matches!(a, Atom::Opaque(_)));
+    let constant = (c != 1 || m.is_empty()).then_some(Expr::Int(c));
+    let vscales = m.iter().filter(|a| matches!(a, Atom::VScale));
+    let mut factors = vars.chain(opaque).map(atom_expr).chain(constant).chain(vscales.map(atom_expr));
+    let first = factors.next().unwrap_or(Expr::Int(1));
+    factors.fold(first, |a, b| Expr::Mul(Arc::new(a), Arc::new(b)))
 }

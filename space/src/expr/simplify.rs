@@ -6,6 +6,7 @@ use super::poly::{Atom, Mono, Poly};
 use super::Expr;
 use crate::ids::VarId;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 thread_local! {
     /// Results of [`simplify`].
@@ -29,7 +30,7 @@ pub(crate) fn to_poly_raw(e: &Expr) -> Poly {
         Expr::Add(a, b) => to_poly_raw(a).add(&to_poly_raw(b)),
         Expr::Sub(a, b) => to_poly_raw(a).sub(&to_poly_raw(b)),
         Expr::Mul(a, b) => to_poly_raw(a).mul(&to_poly_raw(b)),
-        other => Poly::atom(Atom::Opaque(Box::new(other.clone()))),
+        other => Poly::atom(Atom::Opaque(Arc::new(other.clone()))),
     }
 }
 
@@ -76,7 +77,7 @@ fn positive_monomial(p: &Poly, ctx: &dyn RangeCtx) -> Option<(Mono, i64)> {
 fn opaque(e: Expr) -> Poly {
     match e {
         Expr::Int(v) => Poly::constant(v),
-        other => Poly::atom(Atom::Opaque(Box::new(other))),
+        other => Poly::atom(Atom::Opaque(Arc::new(other))),
     }
 }
 
@@ -149,7 +150,7 @@ fn divide(e: &Expr, pa: Poly, pb: Poly, ctx: &dyn RangeCtx) -> Poly {
                 return Expr::Int(v);
             }
         }
-        let (ea, eb) = (Box::new(a.to_expr()), Box::new(pb.to_expr()));
+        let (ea, eb) = (Arc::new(a.to_expr()), Arc::new(pb.to_expr()));
         match kind {
             0 => Expr::FloorDiv(ea, eb),
             1 => Expr::FloorMod(ea, eb),

@@ -119,6 +119,51 @@ fn linear_decomposition() {
     assert_eq!(lin.const_coeff(), Some(1));
 }
 
+#[test]
+fn substitution_shares_the_subtrees_it_leaves_alone() {
+    let c = ctx(&[("a", "7"), ("b", "4"), ("c", "8")], &SVE);
+    let e = parse(&c.names, "(a*4 + b)*floordiv(c, 2) + min(a, c)");
+    let (a, b) = (VarId(0), VarId(1));
+    let replaced = e.substitute(&|v| (v == b).then_some(Expr::Int(3)));
+    assert_eq!(show(&c, &replaced), show(&c, &parse(&c.names, "(a*4 + 3)*floordiv(c, 2) + min(a, c)")));
+    let (Expr::Add(old_l, old_r), Expr::Add(new_l, new_r)) = (&e, &replaced) else { panic!("sums") };
+    let (Expr::Mul(old_sum, old_div), Expr::Mul(new_sum, new_div)) = (&**old_l, &**new_l) else { panic!("products") };
+    // Untouched operands are the same nodes, not copies; the changed path is new.
+    assert!(Arc::ptr_eq(old_r, new_r) && Arc::ptr_eq(old_div, new_div));
+    assert!(!Arc::ptr_eq(old_sum, new_sum));
+    // Nothing replaced: the very same tree.
+    let same = e.substitute(&|v| (v == VarId(7)).then_some(Expr::Int(0)));
+    let Expr::Add(same_l, same_r) = &same else { panic!("a sum") };
+    assert!(Arc::ptr_eq(old_l, same_l) && Arc::ptr_eq(old_r, same_r));
+    // Every occurrence, left to right, repeats included.
+    let mut seen = Vec::new();
+    e.for_each_var(&mut |v| seen.push(v));
+    assert_eq!(seen, [a, b, VarId(2), a, VarId(2)]);
+    assert_eq!(e.vars(), [a, b, VarId(2)]);
+    assert!(e.uses_var(b) && !replaced.uses_var(b) && !e.uses_vscale());
+}
+
+#[test]
+fn polynomial_terms_stay_sorted_and_cancel() {
+    use super::poly::{Atom, Mono, Poly};
+    let (a, b) = (Atom::Var(VarId(0)), Atom::Var(VarId(1)));
+    let mut p = Poly::constant(5);
+    p.add_term(Mono::from_vec(vec![b.clone()]), 2);
+    p.add_term(Mono::from_vec(vec![a.clone(), b.clone()]), 1);
+    p.add_term(Mono::from_vec(vec![a.clone()]), 3);
+    let monos: Vec<&Mono> = p.terms.iter().map(|(m, _)| m).collect();
+    let mut sorted = monos.clone();
+    sorted.sort();
+    assert_eq!(monos, sorted, "terms in monomial order");
+    assert_eq!(p.terms.get(&Mono::from_vec(vec![a.clone()])), Some(&3));
+    // A coefficient that reaches 0 removes its term; the constant alone is a constant.
+    p.add_term(Mono::from_vec(vec![a.clone()]), -3);
+    p.add_term(Mono::from_vec(vec![b.clone()]), -2);
+    p.add_term(Mono::from_vec(vec![a, b]), -1);
+    assert_eq!((p.terms.len(), p.as_const()), (1, Some(5)));
+    assert!(p.sub(&Poly::constant(5)).terms.is_empty());
+}
+
 fn arb_expr(depth: u32) -> BoxedStrategy<String> {
     let leaf = prop_oneof![
         (0i64..20).prop_map(|v| v.to_string()),

@@ -2,7 +2,7 @@
 
 use super::SampleError;
 use rand::Rng;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 fn divisors(x: i64) -> Vec<i64> {
     let mut small = Vec::new();
@@ -47,12 +47,12 @@ pub fn count_perfect(extent: i64, n: usize, max_innermost: i64) -> u128 {
     if extent < 1 || n == 0 {
         return 0;
     }
-    Counter { max_innermost: max_innermost.max(1), memo: HashMap::new() }.count(extent, n)
+    Counter { max_innermost: max_innermost.max(1), memo: HashMap::default() }.count(extent, n)
 }
 
 /// Draws uniformly among the factorizations (outermost first).
 pub fn sample_perfect(extent: i64, n: usize, max_innermost: i64, rng: &mut impl Rng) -> Result<Vec<i64>, SampleError> {
-    let mut counter = Counter { max_innermost: max_innermost.max(1), memo: HashMap::new() };
+    let mut counter = Counter { max_innermost: max_innermost.max(1), memo: HashMap::default() };
     if extent < 1 || n == 0 || counter.count(extent, n) == 0 {
         return Err(SampleError(format!(
             "extent {extent} has no {n}-way tiling with innermost factor <= {max_innermost}"

@@ -7,11 +7,11 @@
 //! touched and nothing runs, so a feature vector costs a small fraction of
 //! the lowering that precedes it.
 
+use rustc_hash::FxHashMap as HashMap;
 use scaletune_codegen::vprog::{BinOp, BufKind, Const, LoopHint, Op, Program, Reg, Stmt};
 use scaletune_space::ir::Nest;
 use scaletune_space::kind::VectorKind;
 use scaletune_space::workload::Workload;
-use std::collections::HashMap;
 
 /// Names of the features, in vector order (for reports and debugging).
 pub const NAMES: [&str; 34] = [
@@ -99,8 +99,8 @@ struct Hot {
 
 /// Counts the register-level shape of one innermost loop body (see [`Hot`]).
 fn hot_shape(prog: &Program, body: &[Stmt]) -> (f64, f64, f64) {
-    let mut read = std::collections::HashSet::new();
-    let mut carried = std::collections::HashSet::new();
+    let mut read = rustc_hash::FxHashSet::default();
+    let mut carried = rustc_hash::FxHashSet::default();
     let (mut muls, mut loads) = (0.0, 0.0);
     for s in body {
         match s {
@@ -339,7 +339,8 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
     } else {
         1
     };
-    let mut walk = Walk { prog, vscale, known: HashMap::new(), c: Counts { unroll_product: 1.0, ..Counts::default() } };
+    let mut walk =
+        Walk { prog, vscale, known: HashMap::default(), c: Counts { unroll_product: 1.0, ..Counts::default() } };
     walk.body(&prog.body, 1.0, 0);
     let c = walk.c;
     let kind = nest.kinds.iter().find(|(_, k)| k == caps).map(|(kind, _)| *kind);

@@ -12,7 +12,7 @@ pub use gbdt::{CostModelError, Gbdt};
 
 use crate::tune::task::Task;
 use rayon::prelude::*;
-use scaletune_codegen::pipeline::lower_nest;
+use scaletune_codegen::pipeline::lower_nest_unverified;
 use scaletune_space::design::Sample;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ pub struct Row {
 /// task's vector lengths (the objective is a mean over them too). `None`
 /// if the sample does not lower.
 pub fn sample_features(task: &Task, sample: &Sample) -> Option<Vec<f32>> {
-    let prog = lower_nest(&task.workload, &sample.nest).ok()?;
+    let prog = lower_nest_unverified(&task.workload, &sample.nest).ok()?;
     let vls = if task.vls.is_empty() { vec![128] } else { task.vls.clone() };
     let mut sum = vec![0f32; features::N_FEATURES];
     for &vl in &vls {
