@@ -21,8 +21,46 @@ impl<'a, T> Named<'a, T> {
         name_in(self.names, rv.index())
     }
 
-    fn join(&self, rvs: &[impl RvId]) -> String {
-        rvs.iter().map(|r| self.name(*r)).collect::<Vec<_>>().join(", ")
+    /// The names of `rvs`, separated by commas.
+    fn join<'b, R: RvId>(&'b self, rvs: &'b [R]) -> Commas<impl Iterator<Item = &'a str> + Clone + 'b> {
+        Commas(rvs.iter().map(|r| self.name(*r)))
+    }
+}
+
+/// Items separated by `, `, written straight to the formatter (a trace is
+/// printed for every candidate a search proposes, so no intermediate strings).
+#[derive(Clone)]
+struct Commas<I>(I);
+
+impl<I: Iterator + Clone> fmt::Display for Commas<I>
+where
+    I::Item: fmt::Display,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, x) in self.0.clone().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A string literal: quoted, with `\` and `"` escaped.
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"")?;
+        let mut rest = self.0;
+        while let Some(at) = rest.find(['\\', '"']) {
+            f.write_str(&rest[..at])?;
+            f.write_str(if rest.as_bytes()[at] == b'\\' { "\\\\" } else { "\\\"" })?;
+            rest = &rest[at + 1..];
+        }
+        f.write_str(rest)?;
+        f.write_str("\"")
     }
 }
 
@@ -81,14 +119,14 @@ impl fmt::Display for Named<'_, TExpr> {
     }
 }
 
-fn q(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+fn q(s: &str) -> Quoted<'_> {
+    Quoted(s)
 }
 
 impl fmt::Display for Named<'_, SArg> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.value {
-            SArg::Lit(s) => f.write_str(&q(s)),
+            SArg::Lit(s) => write!(f, "{}", q(s)),
             SArg::Rv(n) => f.write_str(self.name(*n)),
         }
     }
@@ -97,7 +135,7 @@ impl fmt::Display for Named<'_, SArg> {
 impl<T: fmt::Display> fmt::Display for Named<'_, Choice<T>> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.value {
-            Choice::Lit(v) => f.write_str(&q(&v.to_string())),
+            Choice::Lit(v) => write!(f, "{}", q(&v.to_string())),
             Choice::Rv(n) => f.write_str(self.name(*n)),
         }
     }
@@ -107,15 +145,23 @@ impl fmt::Display for Cand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cand::Int(v) => write!(f, "{v}"),
-            Cand::Tail(t) => f.write_str(&q(t.name())),
-            Cand::Kind(k) => f.write_str(&q(&k.to_string())),
+            Cand::Tail(t) => write!(f, "{}", q(t.name())),
+            Cand::Kind(k) => write!(f, "{}", q(&k.to_string())),
         }
     }
 }
 
-fn list<T: fmt::Display>(items: &[T]) -> String {
-    let v: Vec<String> = items.iter().map(|x| x.to_string()).collect();
-    format!("[{}]", v.join(", "))
+/// `[a, b, ...]`.
+struct List<'a, T>(&'a [T]);
+
+impl<T: fmt::Display> fmt::Display for List<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}]", Commas(self.0.iter()))
+    }
+}
+
+fn list<T: fmt::Display>(items: &[T]) -> List<'_, T> {
+    List(items)
 }
 
 /// A probability with enough digits to read back exactly.
@@ -134,11 +180,8 @@ impl fmt::Display for Named<'_, Inst> {
             Inst::GetBlock { out, name } => write!(f, "{} = get_block({})", self.name(*out), q(name)),
             Inst::GetLoops { outs, block } => write!(f, "{} = get_loops({})", self.join(outs), self.name(*block)),
             Inst::Split { outs, loop_, factors } => {
-                let fs: Vec<String> = factors
-                    .iter()
-                    .map(|x| x.as_ref().map(|e| self.with(e).to_string()).unwrap_or_else(|| "None".into()))
-                    .collect();
-                write!(f, "{} = split({}, factors=[{}])", self.join(outs), self.name(*loop_), fs.join(", "))
+                let fs = Commas(factors.iter().map(|x| FactorText(x.as_ref().map(|e| self.with(e)))));
+                write!(f, "{} = split({}, factors=[{fs}])", self.join(outs), self.name(*loop_))
             }
             Inst::Fuse { out, loops } => write!(f, "{} = fuse({})", self.name(*out), self.join(loops)),
             Inst::Reorder { loops } => write!(f, "reorder({})", self.join(loops)),
@@ -201,9 +244,9 @@ impl fmt::Display for Named<'_, Inst> {
                 self.factors(f, decision.as_deref())
             }
             Inst::SampleCategorical { out, candidates, probs, decision } => {
-                let ps: Vec<String> = probs.iter().map(|p| prob(*p)).collect();
+                let ps = Commas(probs.iter().map(|p| prob(*p)));
                 let out = self.name(*out);
-                write!(f, "{out} = sample_categorical(candidates={}, probs=[{}]", list(candidates), ps.join(", "))?;
+                write!(f, "{out} = sample_categorical(candidates={}, probs=[{ps}]", list(candidates))?;
                 if let Some(d) = decision {
                     write!(f, ", decision={d}")?;
                 }
@@ -217,10 +260,21 @@ impl Named<'_, Inst> {
     /// The decision of a scalable or mixed tiling (if any) and the closing parenthesis.
     fn factors(&self, f: &mut fmt::Formatter<'_>, decision: Option<&[TExpr]>) -> fmt::Result {
         if let Some(d) = decision {
-            let ds: Vec<String> = d.iter().map(|e| self.with(e).to_string()).collect();
-            write!(f, ", decision=[{}]", ds.join(", "))?;
+            write!(f, ", decision=[{}]", Commas(d.iter().map(|e| self.with(e))))?;
         }
         f.write_str(")")
+    }
+}
+
+/// A split factor: an expression, or `None` for the one inferred.
+struct FactorText<'a>(Option<Named<'a, TExpr>>);
+
+impl fmt::Display for FactorText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(e) => write!(f, "{e}"),
+            None => f.write_str("None"),
+        }
     }
 }
 

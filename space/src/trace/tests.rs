@@ -230,3 +230,11 @@ fn traces_built_with_typed_ids_print_and_replay() {
     parse_trace(&text).expect("parses").apply(&mut p).expect("replays");
     assert_eq!(p.to_string(), a.to_string());
 }
+
+#[test]
+fn string_literals_with_quotes_and_backslashes_print_and_read_back() {
+    let text = "b0 = get_block(\"a \\\"q\\\" b\\\\c\")\nannotate(b0, key=\"k\\\\\", value=\"\\\"\")\n";
+    let t = parse_trace(text).expect("parses");
+    assert_eq!(t.to_string(), text);
+    assert_eq!(parse_trace(&t.to_string()).expect("parses").insts, t.insts);
+}
