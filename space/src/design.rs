@@ -6,6 +6,7 @@ use crate::sample::task_rng;
 use crate::trace::{Count, Inst, TExpr, Trace, TraceError, ValueRv};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
 
 /// One design-space trace and the rules that built it.
 #[derive(Clone, Debug)]
@@ -55,6 +56,23 @@ pub struct Sample {
     pub nest: Nest,
     /// Draws rejected before this one (decisions that did not apply).
     pub rejected: u32,
+    /// `trace` as text, printed once when the sample is made: its identity
+    /// (searches de-duplicate candidates and cache their features by it).
+    /// Samples are not edited after they are made.
+    text: Arc<str>,
+}
+
+impl Sample {
+    /// A sample of design-space trace `space_trace`, with its text printed.
+    pub fn new(space_trace: usize, trace: Trace, nest: Nest, rejected: u32) -> Sample {
+        let text = Arc::from(trace.to_string());
+        Sample { space_trace, trace, nest, rejected, text }
+    }
+
+    /// The trace as text (what `trace.to_string()` gives, printed once).
+    pub fn text(&self) -> &Arc<str> {
+        &self.text
+    }
 }
 
 /// What a design space is generated for.
@@ -163,7 +181,7 @@ impl DesignSpace {
             let k = pick(rng);
             let mut nest = self.nest.clone();
             match self.traces[k].trace.sample(&mut nest, rng) {
-                Ok((trace, _)) => return Ok(Sample { space_trace: k, trace, nest, rejected: attempt }),
+                Ok((trace, _)) => return Ok(Sample::new(k, trace, nest, attempt)),
                 Err(e) => last_err = Some(e),
             }
         }

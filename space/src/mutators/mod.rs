@@ -114,7 +114,7 @@ pub fn mutate_sample(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> O
         }
     }
     if let Some((trace, nest, name)) = mutate(&s.trace, &space.nest, rng) {
-        return Some((Sample { space_trace: s.space_trace, trace, nest, rejected: 0 }, name));
+        return Some((Sample::new(s.space_trace, trace, nest, 0), name));
     }
     if !structural_first {
         if let Some(m) = mutate_structure(space, s, rng) {

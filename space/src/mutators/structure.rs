@@ -83,7 +83,7 @@ pub fn mutate_structure(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -
         let mut nest = space.nest.clone();
         if let Ok((trace, _)) = partial.sample(&mut nest, rng) {
             debug_assert!(trace.insts.iter().all(|i| !i.undecided()));
-            return Some(Sample { space_trace: k, trace, nest, rejected: attempt as u32 });
+            return Some(Sample::new(k, trace, nest, attempt as u32));
         }
     }
     None

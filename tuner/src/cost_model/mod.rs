@@ -109,7 +109,7 @@ pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
 /// Features of samples by trace text, computed once each, on every core.
 #[derive(Debug, Default)]
 pub struct FeatureCache {
-    known: HashMap<String, Option<Arc<[f32]>>>,
+    known: HashMap<Arc<str>, Option<Arc<[f32]>>>,
 }
 
 impl FeatureCache {
@@ -117,18 +117,18 @@ impl FeatureCache {
     /// cached ones looked up, the others computed in parallel (lowering is
     /// most of a proposal's time) and added.
     pub fn features(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Arc<[f32]>>> {
-        let keys: Vec<String> = samples.par_iter().map(|s| s.trace.to_string()).collect();
+        let keys: Vec<&Arc<str>> = samples.iter().map(|s| s.text()).collect();
         let mut pending: std::collections::HashSet<&str> = std::collections::HashSet::new();
         let todo: Vec<usize> =
-            (0..keys.len()).filter(|&i| !self.known.contains_key(&keys[i]) && pending.insert(&keys[i])).collect();
+            (0..keys.len()).filter(|&i| !self.known.contains_key(&**keys[i]) && pending.insert(keys[i])).collect();
         // On the process's pool of threads, which live on, and with them
         // each thread's memo of simplified expressions.
         let computed: Vec<Option<Arc<[f32]>>> =
             todo.par_iter().map(|&i| sample_features(task, &samples[i]).map(Arc::from)).collect();
         for (&i, f) in todo.iter().zip(computed) {
-            self.known.insert(keys[i].clone(), f);
+            self.known.insert(Arc::clone(keys[i]), f);
         }
-        keys.iter().map(|k| self.known.get(k).cloned().flatten()).collect()
+        keys.iter().map(|k| self.known.get(&***k).cloned().flatten()).collect()
     }
 
     /// Samples whose features are cached.
@@ -229,6 +229,7 @@ mod tests {
         let mut cache = FeatureCache::default();
         assert_eq!(model.rank_cached(&task, &samples, &mut cache), expected);
         let distinct: std::collections::HashSet<String> = samples.iter().map(|s| s.trace.to_string()).collect();
+        assert!(samples.iter().all(|s| **s.text() == s.trace.to_string()), "a sample's text is its trace's");
         assert_eq!(cache.len(), distinct.len());
         let cached = cache.features(&task, &samples);
         for (c, s) in cached.iter().zip(&sequential) {

@@ -125,23 +125,18 @@ fn new_samples_indexed(
         let round = (n - out.len()).min(attempts - tried);
         let seeds: Vec<(usize, u64)> = (0..round).map(|j| (tried + j, rng.gen())).collect();
         tried += round;
-        // Each sample's text (its identity) is printed on the worker that made it.
-        let made: Vec<Option<(Sample, String)>> = seeds
-            .par_iter()
-            .map(|&(j, seed)| {
-                make(j, &mut ChaCha8Rng::seed_from_u64(seed)).map(|s| {
-                    let text = s.trace.to_string();
-                    (s, text)
-                })
-            })
-            .collect();
-        for (s, text) in made.into_iter().flatten() {
+        // Each sample's text (its identity) was printed on the worker that made it.
+        let made: Vec<Option<Sample>> =
+            seeds.par_iter().map(|&(j, seed)| make(j, &mut ChaCha8Rng::seed_from_u64(seed))).collect();
+        for s in made.into_iter().flatten() {
             if out.len() >= n {
                 break;
             }
-            if task.measured.contains(&text) || !seen.insert(text) {
+            let text: &str = s.text();
+            if task.measured.contains(text) || seen.contains(text) {
                 continue;
             }
+            seen.insert(text.to_string());
             out.push(s);
         }
     }

@@ -165,12 +165,7 @@ impl Loop<'_> {
             let mut samples: Vec<Sample> = Vec::new();
             if task.baseline.is_none() && !task.is_measured(&Trace::default()) {
                 // The unscheduled nest: the baseline speed-ups are quoted against.
-                samples.push(Sample {
-                    space_trace: usize::MAX,
-                    trace: Trace::default(),
-                    nest: task.space.nest.clone(),
-                    rejected: 0,
-                });
+                samples.push(Sample::new(usize::MAX, Trace::default(), task.space.nest.clone(), 0));
             }
             let want = n.saturating_sub(samples.len());
             if want > 0 {
@@ -228,7 +223,7 @@ impl Loop<'_> {
                     target_id,
                     trial_idx: state.trials as i64,
                     space_trace,
-                    trace: sample.trace.to_string(),
+                    trace: sample.text().to_string(),
                     runner: self.runner,
                     vls: &task.vls,
                     measurement: &m,

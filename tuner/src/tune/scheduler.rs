@@ -64,12 +64,7 @@ mod tests {
 
     /// Gives the task a measured candidate (elites are what "measured" means).
     fn measured(t: &mut Task) {
-        let sample = scaletune_space::design::Sample {
-            space_trace: 0,
-            trace: Default::default(),
-            nest: t.space.nest.clone(),
-            rejected: 0,
-        };
+        let sample = scaletune_space::design::Sample::new(0, Default::default(), t.space.nest.clone(), 0);
         t.observe(&sample, Some(1.0), 1);
     }
 

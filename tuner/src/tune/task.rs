@@ -42,7 +42,7 @@ pub fn rank_order(a: f64, b: f64, texts: impl FnOnce() -> (String, String)) -> s
 impl Scored {
     /// [`rank_order`] of two scored samples.
     pub fn rank(a: &Scored, b: &Scored) -> std::cmp::Ordering {
-        rank_order(a.objective, b.objective, || (a.sample.trace.to_string(), b.sample.trace.to_string()))
+        rank_order(a.objective, b.objective, || (a.sample.text().to_string(), b.sample.text().to_string()))
     }
 }
 
@@ -211,13 +211,13 @@ impl Task {
     /// by trace text, so the elites do not depend on the order in which
     /// the farm returned the measurements.
     pub fn observe(&mut self, sample: &Sample, objective: Option<f64>, record: i64) {
-        let text = sample.trace.to_string();
+        let text = sample.text().to_string();
         if sample.space_trace < self.space.traces.len() {
             *self.family_tries.entry(sample.space_trace).or_default() += 1;
         }
         if let Some(objective) = objective {
             let ahead =
-                |s: &Scored| rank_order(s.objective, objective, || (s.sample.trace.to_string(), text.clone())).is_le();
+                |s: &Scored| rank_order(s.objective, objective, || (s.sample.text().to_string(), text.clone())).is_le();
             let scored = Scored { objective, sample: sample.clone(), record, runs: 1 };
             let family = self.family_best.entry(sample.space_trace).or_default();
             let pos = family.partition_point(ahead);
@@ -241,7 +241,7 @@ impl Task {
         let k = self.space.traces.iter().position(|t| t.trace.to_string() == space_trace)?;
         let mut nest = self.space.nest.clone();
         trace.apply(&mut nest).ok()?;
-        Some(Sample { space_trace: k, trace: trace.clone(), nest, rejected: 0 })
+        Some(Sample::new(k, trace.clone(), nest, 0))
     }
 }
 
@@ -265,7 +265,7 @@ mod tests {
 
     /// A sample of design-space trace `family` (the trace itself does not matter here).
     fn sample(task: &Task, family: usize) -> Sample {
-        Sample { space_trace: family, trace: Trace::default(), nest: task.space.nest.clone(), rejected: 0 }
+        Sample::new(family, Trace::default(), task.space.nest.clone(), 0)
     }
 
     fn families(parents: &[Sample]) -> Vec<usize> {
