@@ -108,11 +108,39 @@ impl Poly {
 
     /// `self + other`.
     pub fn add(&self, other: &Poly) -> Poly {
-        let mut p = self.clone();
-        p.overflow |= other.overflow;
-        for (m, c) in &other.terms {
-            p.add_term(m.clone(), *c);
+        // A merge of the two sorted term lists. A coefficient that
+        // overflows keeps this polynomial's (the result is flagged anyway).
+        let (a, b) = (&self.terms.0, &other.terms.0);
+        let mut p = Poly { overflow: self.overflow || other.overflow, ..Poly::default() };
+        let out = &mut p.terms.0;
+        out.reserve(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].0.cmp(&b[j].0) {
+                std::cmp::Ordering::Less => {
+                    out.push(a[i].clone());
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    out.push(b[j].clone());
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    match a[i].1.checked_add(b[j].1) {
+                        Some(0) => {}
+                        Some(v) => out.push((a[i].0.clone(), v)),
+                        None => {
+                            p.overflow = true;
+                            out.push(a[i].clone());
+                        }
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
         }
+        out.extend(a[i..].iter().cloned());
+        out.extend(b[j..].iter().cloned());
         p
     }
 

@@ -214,3 +214,34 @@ proptest! {
         prop_assert_eq!(simplify(&s, &c), s);
     }
 }
+
+proptest! {
+    /// Adding two polynomials (a merge of their sorted terms) gives what
+    /// adding the second's terms one by one gives, cancellations included.
+    #[test]
+    fn polynomial_sum_is_termwise(xs in proptest::collection::vec((0usize..6, -3i64..4), 0..8),
+                                  ys in proptest::collection::vec((0usize..6, -3i64..4), 0..8)) {
+        use super::poly::{Atom, Mono, Poly};
+        let monos: Vec<Mono> = vec![
+            Mono::new(),
+            Mono::from_vec(vec![Atom::Var(VarId(0))]),
+            Mono::from_vec(vec![Atom::Var(VarId(1))]),
+            Mono::from_vec(vec![Atom::VScale]),
+            Mono::from_vec(vec![Atom::Var(VarId(0)), Atom::Var(VarId(1))]),
+            Mono::from_vec(vec![Atom::Var(VarId(0)), Atom::VScale]),
+        ];
+        let build = |ts: &[(usize, i64)]| {
+            let mut p = Poly::default();
+            for (m, c) in ts {
+                p.add_term(monos[*m].clone(), *c);
+            }
+            p
+        };
+        let (a, b) = (build(&xs), build(&ys));
+        let mut termwise = a.clone();
+        for (m, c) in &b.terms {
+            termwise.add_term(m.clone(), *c);
+        }
+        prop_assert_eq!(a.add(&b), termwise);
+    }
+}
