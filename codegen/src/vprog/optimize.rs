@@ -35,8 +35,9 @@ pub fn optimize(prog: &mut Program) {
         defs: &defs,
         scopes: &scopes,
         table: Vec::new(),
-        index: FxHashMap::default(),
-        renames: FxHashMap::default(),
+        // Sized for every register up front: the tables grow with the program.
+        index: FxHashMap::with_capacity_and_hasher(prog.regs.len(), Default::default()),
+        renames: FxHashMap::with_capacity_and_hasher(prog.regs.len() / 2, Default::default()),
         next_list: 0,
         in_parallel: false,
     };

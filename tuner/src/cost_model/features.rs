@@ -339,8 +339,12 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
     } else {
         1
     };
-    let mut walk =
-        Walk { prog, vscale, known: HashMap::default(), c: Counts { unroll_product: 1.0, ..Counts::default() } };
+    let mut walk = Walk {
+        prog,
+        vscale,
+        known: HashMap::with_capacity_and_hasher(prog.regs.len(), Default::default()),
+        c: Counts { unroll_product: 1.0, ..Counts::default() },
+    };
     walk.body(&prog.body, 1.0, 0);
     let c = walk.c;
     let kind = nest.kinds.iter().find(|(_, k)| k == caps).map(|(kind, _)| *kind);
