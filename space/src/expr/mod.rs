@@ -101,10 +101,10 @@ impl Expr {
         }
     }
 
-    /// The direct sub-expressions.
-    pub fn children(&self) -> impl Iterator<Item = &Expr> + '_ {
-        let (pair, loads): (Option<[&Expr; 2]>, &[Expr]) = match self {
-            Expr::Int(_) | Expr::Var(_) | Expr::VScale => (None, &[]),
+    /// The operands of this node, by arity.
+    fn parts(&self) -> Parts<'_> {
+        match self {
+            Expr::Int(_) | Expr::Var(_) | Expr::VScale => Parts::Leaf,
             Expr::Add(a, b)
             | Expr::Sub(a, b)
             | Expr::Mul(a, b)
@@ -112,26 +112,28 @@ impl Expr {
             | Expr::FloorMod(a, b)
             | Expr::CeilDiv(a, b)
             | Expr::Min(a, b)
-            | Expr::Max(a, b) => (Some([&**a, &**b]), &[]),
-            Expr::Load(_, idx) => (None, idx.as_slice()),
+            | Expr::Max(a, b) => Parts::Pair(a, b),
+            Expr::Load(_, idx) => Parts::List(idx),
+        }
+    }
+
+    /// The direct sub-expressions.
+    pub fn children(&self) -> impl Iterator<Item = &Expr> + '_ {
+        let (pair, list): (Option<[&Expr; 2]>, &[Expr]) = match self.parts() {
+            Parts::Leaf => (None, &[]),
+            Parts::Pair(a, b) => (Some([a, b]), &[]),
+            Parts::List(l) => (None, l),
         };
-        pair.into_iter().flatten().chain(loads)
+        pair.into_iter().flatten().chain(list)
     }
 
     /// True if `pred` holds for this node or any sub-expression.
     pub fn any(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
         pred(self)
-            || match self {
-                Expr::Int(_) | Expr::Var(_) | Expr::VScale => false,
-                Expr::Add(a, b)
-                | Expr::Sub(a, b)
-                | Expr::Mul(a, b)
-                | Expr::FloorDiv(a, b)
-                | Expr::FloorMod(a, b)
-                | Expr::CeilDiv(a, b)
-                | Expr::Min(a, b)
-                | Expr::Max(a, b) => a.any(pred) || b.any(pred),
-                Expr::Load(_, idx) => idx.iter().any(|i| i.any(pred)),
+            || match self.parts() {
+                Parts::Leaf => false,
+                Parts::Pair(a, b) => a.any(pred) || b.any(pred),
+                Parts::List(l) => l.iter().any(|i| i.any(pred)),
             }
     }
 
@@ -168,21 +170,17 @@ impl Expr {
     /// Calls `f` on every occurrence of a variable, left to right (without
     /// allocating, unlike [`Expr::vars`]).
     pub fn for_each_var(&self, f: &mut impl FnMut(VarId)) {
-        match self {
-            Expr::Var(v) => f(*v),
-            Expr::Int(_) | Expr::VScale => {}
-            Expr::Add(a, b)
-            | Expr::Sub(a, b)
-            | Expr::Mul(a, b)
-            | Expr::FloorDiv(a, b)
-            | Expr::FloorMod(a, b)
-            | Expr::CeilDiv(a, b)
-            | Expr::Min(a, b)
-            | Expr::Max(a, b) => {
+        match self.parts() {
+            Parts::Leaf => {
+                if let Expr::Var(v) = self {
+                    f(*v)
+                }
+            }
+            Parts::Pair(a, b) => {
                 a.for_each_var(f);
                 b.for_each_var(f);
             }
-            Expr::Load(_, idx) => idx.iter().for_each(|i| i.for_each_var(f)),
+            Parts::List(l) => l.iter().for_each(|i| i.for_each_var(f)),
         }
     }
 
@@ -233,6 +231,16 @@ impl Expr {
     pub fn with_vscale(&self, vscale: i64) -> Expr {
         self.map_leaves(&|e| matches!(e, Expr::VScale).then_some(Expr::Int(vscale)))
     }
+}
+
+/// The operands of an expression node, by arity (what the traversals match on).
+enum Parts<'a> {
+    /// A constant, variable or `vscale`.
+    Leaf,
+    /// A binary operation's operands.
+    Pair(&'a Expr, &'a Expr),
+    /// A load's indices.
+    List(&'a [Expr]),
 }
 
 impl From<i64> for Expr {
