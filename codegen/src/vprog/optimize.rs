@@ -37,7 +37,7 @@ pub fn optimize(prog: &mut Program) {
         table: Vec::new(),
         // Sized for every register up front: the tables grow with the program.
         index: FxHashMap::with_capacity_and_hasher(prog.regs.len(), Default::default()),
-        renames: FxHashMap::with_capacity_and_hasher(prog.regs.len() / 2, Default::default()),
+        renames: vec![None; prog.regs.len()],
         next_list: 0,
         in_parallel: false,
     };
@@ -288,7 +288,8 @@ struct Cse<'a> {
     table: Vec<Available>,
     /// Positions in `table` by the hash of the type and operation.
     index: FxHashMap<u64, SmallVec<[usize; 2]>>,
-    renames: FxHashMap<Reg, Reg>,
+    /// The register each dropped one is replaced by, by register number.
+    renames: Vec<Option<Reg>>,
     next_list: u32,
     /// Inside a parallel loop: only values of the same list are reused.
     in_parallel: bool,
@@ -303,8 +304,8 @@ impl Cse<'_> {
         stmts.reserve(old.len());
         for mut st in old {
             for r in st.operands_mut() {
-                if let Some(n) = self.renames.get(r) {
-                    *r = *n;
+                if let Some(n) = self.renames[r.0 as usize] {
+                    *r = n;
                 }
             }
             match &mut st {
@@ -347,7 +348,7 @@ impl Cse<'_> {
         });
         match found {
             Some((reg, list)) if self.scopes.reads_within(dst, list) => {
-                self.renames.insert(dst, reg);
+                self.renames[dst.0 as usize] = Some(reg);
                 true
             }
             Some(_) => false,
