@@ -2,7 +2,7 @@
 //! at several vscale values.
 
 use crate::interp::{run, ArgValue, InterpOptions};
-use crate::lower::lower;
+use crate::lower::{lower, lower_unverified};
 use crate::vprog::{LoopHint, Op, Program, Stmt};
 use scaletune_space::data::make_args;
 use scaletune_space::ir::Nest;
@@ -20,12 +20,15 @@ unroll(i1)
 vectorize(j1, tail="predicate")
 "#;
 
-/// Lowers `trace` on `workload` and checks every output at every vscale of `caps`.
+/// Lowers `trace` on `workload` and checks every output at every vscale of
+/// `caps` (and that [`lower_unverified`] gives the same program).
 pub(crate) fn check(workload: &str, trace: &str, caps: VectorCaps) -> Program {
     let w = load(workload).expect("workload");
     let mut nest = Nest::from_workload(&w, caps.clone());
     parse_trace(trace).expect("parses").apply(&mut nest).unwrap_or_else(|e| panic!("{e}"));
     let prog = lower(&nest, "kernel").unwrap_or_else(|e| panic!("{e}\n{nest}"));
+    // What the cost model reads is the very program that is compiled.
+    assert_eq!(lower_unverified(&nest, "kernel").expect("lowers"), prog);
     let args = make_args(&w, 5);
     let reference = evaluate(&w, &args).expect("reference");
     for &vs in &caps.vscale_values {

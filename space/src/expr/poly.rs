@@ -34,7 +34,7 @@ pub struct Terms(SmallVec<[(Mono, i64); 4]>);
 impl Terms {
     /// The (monomial, coefficient) pairs in monomial order.
     pub fn iter(&self) -> impl Iterator<Item = (&Mono, &i64)> + '_ {
-        self.0.iter().map(|(m, c)| (m, c))
+        self.into_iter()
     }
 
     /// The number of terms.

@@ -120,7 +120,7 @@ impl FeatureCache {
         let keys: Vec<&Arc<str>> = samples.iter().map(|s| s.text()).collect();
         let mut pending: std::collections::HashSet<&str> = std::collections::HashSet::new();
         let todo: Vec<usize> =
-            (0..keys.len()).filter(|&i| !self.known.contains_key(&**keys[i]) && pending.insert(keys[i])).collect();
+            (0..keys.len()).filter(|&i| !self.known.contains_key(keys[i]) && pending.insert(keys[i])).collect();
         // On the process's pool of threads, which live on, and with them
         // each thread's memo of simplified expressions.
         let computed: Vec<Option<Arc<[f32]>>> =
@@ -128,7 +128,7 @@ impl FeatureCache {
         for (&i, f) in todo.iter().zip(computed) {
             self.known.insert(Arc::clone(keys[i]), f);
         }
-        keys.iter().map(|k| self.known.get(&***k).cloned().flatten()).collect()
+        keys.iter().map(|&k| self.known.get(k).cloned().flatten()).collect()
     }
 
     /// Samples whose features are cached.
