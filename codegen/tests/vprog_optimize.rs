@@ -224,3 +224,56 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_invariant_leaves_every_loop_it_does_not_depend_on_in_program_order() {
+    // for i { for j { for k { OUT[i+j+k] = f32(15 + i*2 + j) } } }, every
+    // term computed in the innermost loop: 3*5 leaves all three loops, i*2
+    // leaves k and j, j + i*2 leaves only k; each lands in front of the
+    // outermost loop it leaves, in the order it was written.
+    let (mut b, out) = kernel();
+    let (zero, two) = (b.index(0), b.index(2));
+    let i = b.begin_loop();
+    let j = b.begin_loop();
+    let k = b.begin_loop();
+    let (three, five, two_in) = (b.index(3), b.index(5), b.index(2));
+    let c = b.bin(BinOp::Mul, three, five);
+    let d = b.bin(BinOp::Mul, i, two_in);
+    let e = b.bin(BinOp::Add, j, d);
+    let f = b.bin(BinOp::Add, c, e);
+    let v = b.emit(Op::Cast(f, Elem::Data(DType::F32)));
+    let ij = b.bin(BinOp::Add, i, j);
+    let at = b.bin(BinOp::Add, ij, k);
+    b.push(Stmt::Store { buf: out, index: at, value: v });
+    b.end_loop(k, zero, two, LoopHint::None);
+    b.end_loop(j, zero, two, LoopHint::None);
+    b.end_loop(i, zero, two, LoopHint::None);
+    let prog = b.finish();
+    let opt = optimized(&prog);
+    expect_test::expect![[r#"
+        kernel k(OUT: *f32[12]) {
+          %0: idx = 0:idx
+          %1: idx = 2:idx
+          %5: idx = 3:idx
+          %6: idx = 5:idx
+          %8: idx = 15:idx
+          for %2 in %0..%1 {
+            %9: idx = mul %2, %1
+            for %3 in %0..%1 {
+              %10: idx = add %3, %9
+              %11: idx = add %8, %10
+              %12: f32 = cast %11 to f32
+              %13: idx = add %2, %3
+              for %4 in %0..%1 {
+                %14: idx = add %13, %4
+                store OUT[%14] = %12
+              }
+            }
+          }
+        }
+    "#]]
+    .assert_eq(&opt.to_string());
+    for vs in [1, 4] {
+        assert_eq!(run_bits(&opt, vs, 0.0).expect("runs"), run_bits(&prog, vs, 0.0).expect("runs"));
+    }
+}

@@ -66,6 +66,13 @@ impl Sample {
     /// A sample of design-space trace `space_trace`, with its text printed.
     pub fn new(space_trace: usize, trace: Trace, nest: Nest, rejected: u32) -> Sample {
         let text = Arc::from(trace.to_string());
+        Sample::with_text(space_trace, trace, nest, rejected, text)
+    }
+
+    /// [`Sample::new`] with the trace's text already printed (`text` must be
+    /// `trace.to_string()`).
+    pub(crate) fn with_text(space_trace: usize, trace: Trace, nest: Nest, rejected: u32, text: Arc<str>) -> Sample {
+        debug_assert_eq!(*text, trace.to_string());
         Sample { space_trace, trace, nest, rejected, text }
     }
 

@@ -28,7 +28,7 @@ pub fn optimize(prog: &mut Program) {
     let defs = Defs::of(prog);
     let body = std::mem::take(&mut prog.body);
     let mut place = Placement::of(prog.regs.len(), &body);
-    let body = hoist(body, &defs, &mut place, 0, &mut 0, false);
+    let body = hoist(body, &defs, &mut place);
     let scopes = Scopes::of(prog.regs.len(), &body);
     let mut cse = Cse {
         prog,
@@ -170,59 +170,95 @@ impl Placement {
     }
 }
 
-/// Moves loop-invariant assignments in front of their loops, innermost
-/// loops first; `stmts` is the list of loop `at` (0: the program's body),
-/// the body of a parallel loop if `parallel_body`. `next` numbers loops as
-/// [`Placement`] does.
-fn hoist(
-    stmts: Vec<Stmt>,
-    defs: &Defs,
-    place: &mut Placement,
-    at: u32,
-    next: &mut u32,
-    parallel_body: bool,
-) -> Vec<Stmt> {
-    let mut out = Vec::with_capacity(stmts.len());
-    for s in stmts {
-        match s {
-            Stmt::Loop { var, start, end, body, hint } => {
-                *next += 1;
-                let id = *next;
-                let body = hoist(body, defs, place, id, next, hint == LoopHint::Parallel);
-                // Nothing leaves a parallel loop (it would become a captured
-                // value of the outlined body), and nothing moves into its body
-                // (LLVM hoists better from the loops of the outlined function).
-                if hint == LoopHint::Parallel || parallel_body {
-                    out.push(Stmt::Loop { var, start, end, body, hint });
-                    continue;
-                }
-                let mut kept = Vec::with_capacity(body.len());
-                for st in body {
-                    let invariant = match &st {
-                        Stmt::Assign { dst, op } => {
-                            defs.single(*dst) && defs.movable(op) && op.operands().iter().all(|r| !place.inside(*r, id))
-                        }
-                        _ => false,
+/// Moves loop-invariant assignments in front of their loops, as far out as
+/// they can go, in one pass over the program: each statement moves once,
+/// however many loops it leaves.
+fn hoist(body: Vec<Stmt>, defs: &Defs, place: &mut Placement) -> Vec<Stmt> {
+    let mut h = Hoister { defs, place, next: 0, exits: Vec::new() };
+    h.list(body, 0, 0, false)
+}
+
+/// A loop whose invariant assignments may leave it.
+struct Exit {
+    /// The loop (numbered as [`Placement`] does).
+    id: u32,
+    /// The loop whose statement list the loop is in (0: the program's body).
+    to: u32,
+    /// Assignments that left it, in program order: they go in front of it.
+    front: Vec<Stmt>,
+}
+
+struct Hoister<'a> {
+    defs: &'a Defs,
+    place: &'a mut Placement,
+    /// Loops numbered so far.
+    next: u32,
+    /// The loops around the current statement that an assignment may leave,
+    /// innermost last.
+    exits: Vec<Exit>,
+}
+
+impl Hoister<'_> {
+    /// Hoists from `stmts`, the list of loop `at` (0: the program's body),
+    /// the body of a parallel loop if `parallel_body`. An assignment in it
+    /// may leave the loops `exits[floor..]`, innermost first, while its
+    /// operands are not assigned in the loop it leaves. Nothing leaves a
+    /// parallel loop (it would become a captured value of the outlined
+    /// body), and nothing moves into its body (LLVM hoists better from the
+    /// loops of the outlined function).
+    fn list(&mut self, stmts: Vec<Stmt>, at: u32, floor: usize, parallel_body: bool) -> Vec<Stmt> {
+        let mut out = Vec::with_capacity(stmts.len());
+        for st in stmts {
+            match st {
+                Stmt::Loop { var, start, end, body, hint } => {
+                    self.next += 1;
+                    let id = self.next;
+                    let parallel = hint == LoopHint::Parallel;
+                    let body = if parallel || parallel_body {
+                        self.list(body, id, self.exits.len(), parallel)
+                    } else {
+                        self.exits.push(Exit { id, to: at, front: Vec::new() });
+                        let body = self.list(body, id, floor, false);
+                        let exit = self.exits.pop().expect("pushed above");
+                        out.extend(exit.front);
+                        body
                     };
-                    match (invariant, st.def()) {
-                        (true, Some(dst)) => {
-                            place.single[dst.0 as usize] = at;
-                            out.push(st);
-                        }
-                        _ => kept.push(st),
-                    }
+                    out.push(Stmt::Loop { var, start, end, body, hint });
                 }
-                out.push(Stmt::Loop { var, start, end, body: kept, hint });
+                Stmt::If { cond, then_body, else_body } => {
+                    let inner = self.exits.len();
+                    let then_body = self.list(then_body, at, inner, false);
+                    let else_body = self.list(else_body, at, inner, false);
+                    out.push(Stmt::If { cond, then_body, else_body });
+                }
+                Stmt::Assign { dst, op } => match self.destination(dst, &op, floor) {
+                    Some(k) => self.exits[k].front.push(Stmt::Assign { dst, op }),
+                    None => out.push(Stmt::Assign { dst, op }),
+                },
+                other => out.push(other),
             }
-            Stmt::If { cond, then_body, else_body } => out.push(Stmt::If {
-                cond,
-                then_body: hoist(then_body, defs, place, at, next, false),
-                else_body: hoist(else_body, defs, place, at, next, false),
-            }),
-            other => out.push(other),
         }
+        out
     }
-    out
+
+    /// The outermost of the loops `exits[floor..]` that `dst = op` leaves
+    /// (leaving the innermost first, then each next one while it stays
+    /// invariant), with its placement updated; `None` if it stays.
+    fn destination(&mut self, dst: Reg, op: &Op, floor: usize) -> Option<usize> {
+        if self.exits.len() == floor || !(self.defs.single(dst) && self.defs.movable(op)) {
+            return None;
+        }
+        let mut dest = None;
+        for k in (floor..self.exits.len()).rev() {
+            let e = &self.exits[k];
+            if op.operands().iter().any(|r| self.place.inside(*r, e.id)) {
+                break;
+            }
+            self.place.single[dst.0 as usize] = e.to;
+            dest = Some(k);
+        }
+        dest
+    }
 }
 
 /// Statement lists numbered in depth-first order (the body 0, then each

@@ -20,6 +20,7 @@ use crate::ir::Nest;
 use crate::trace::{Bindings, Inst, Trace};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
 
 /// Changes decisions of a decided trace.
 pub trait Mutator {
@@ -34,10 +35,11 @@ pub trait Mutator {
     /// if there is no other choice.
     fn redecide(&self, trace: &Trace, i: usize, before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst>;
 
-    /// A legal mutated trace and the nest it schedules (`nest` is the
-    /// unscheduled one), or `None`. The instructions before the changed one
-    /// are replayed once; only the rest is replayed for the mutant.
-    fn mutate(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest)> {
+    /// A mutated trace, its decisions made but not replayed: the trace with
+    /// one decision changed, the index of that instruction and the nest and
+    /// bindings of the instructions before it. `None` if the mutator finds
+    /// nothing to change (it tries up to 8 instructions).
+    fn decide(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, usize, (Nest, Bindings))> {
         let cands = self.candidates(trace);
         if cands.is_empty() {
             return None;
@@ -56,7 +58,18 @@ pub trait Mutator {
             let Some(inst) = self.redecide(trace, i, before, rng) else { continue };
             let mut t = trace.clone();
             t.insts[i] = inst;
-            let (mut n, env) = before.clone();
+            return Some((t, i, before.clone()));
+        }
+        None
+    }
+
+    /// A legal mutated trace and the nest it schedules (`nest` is the
+    /// unscheduled one), or `None`: up to 8 mutations ([`Mutator::decide`])
+    /// are replayed until one applies. The instructions before the changed
+    /// one are not replayed again; only the rest is.
+    fn mutate(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest)> {
+        for _ in 0..8 {
+            let (t, i, (mut n, env)) = self.decide(trace, nest, rng)?;
             if t.apply_from(i, &mut n, env).is_ok() {
                 return Some((t, n));
             }
@@ -75,11 +88,11 @@ pub fn registry() -> Vec<(Box<dyn Mutator>, f64)> {
     ]
 }
 
-/// Picks a mutator by weight and applies it (trying the others if it finds
-/// nothing): the mutated trace, the nest it schedules (`nest` is the
-/// unscheduled one) and the mutator's name.
-pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest, &'static str)> {
-    let reg = registry();
+/// The mutator of the registry picked by weight with `rng`, then the
+/// others in registry order: the order in which [`mutate`] and
+/// [`draft_mutant`] try them.
+fn mutator_order(rng: &mut ChaCha8Rng) -> impl Iterator<Item = Box<dyn Mutator>> {
+    let mut reg = registry();
     let total: f64 = reg.iter().map(|(_, w)| w).sum();
     let mut x = rng.gen::<f64>() * total;
     let mut first = 0;
@@ -90,10 +103,93 @@ pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace
         }
         x -= w;
     }
-    for k in 0..reg.len() {
-        let (m, _) = &reg[(first + k) % reg.len()];
+    reg.rotate_left(first);
+    reg.into_iter().map(|(m, _)| m)
+}
+
+/// Picks a mutator by weight and applies it (trying the others if it finds
+/// nothing): the mutated trace, the nest it schedules (`nest` is the
+/// unscheduled one) and the mutator's name.
+pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest, &'static str)> {
+    for m in mutator_order(rng) {
         if let Some((t, n)) = m.mutate(trace, nest, rng) {
             return Some((t, n, m.name()));
+        }
+    }
+    None
+}
+
+/// A mutant of a sample whose decisions are made and whose text is printed,
+/// but which is not replayed yet: a search drops one that repeats a known
+/// candidate (by [`Decided::text`]) before paying for its replay.
+pub struct Decided {
+    space_trace: usize,
+    trace: Trace,
+    text: Arc<str>,
+    from: usize,
+    before: (Nest, Bindings),
+    name: &'static str,
+}
+
+impl Decided {
+    /// The mutated trace as text: the text of the sample [`Decided::replay`] gives.
+    pub fn text(&self) -> &Arc<str> {
+        &self.text
+    }
+
+    /// The name of the mutator that made it.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The sample, the instructions from the changed one on replayed; `None`
+    /// if they do not apply.
+    pub fn replay(self) -> Option<Sample> {
+        let Decided { space_trace, trace, text, from, before: (mut nest, env), .. } = self;
+        trace.apply_from(from, &mut nest, env).ok()?;
+        Some(Sample::with_text(space_trace, trace, nest, 0, text))
+    }
+}
+
+/// A mutant in the making: a sample already made (a structural move
+/// samples the decisions its new trace needs as it applies them), or
+/// decisions to replay.
+pub enum Draft {
+    /// A sample ready to use, and the name of the mutator that made it.
+    Ready(Sample, &'static str),
+    /// Decisions made, not replayed.
+    Decided(Decided),
+}
+
+impl Draft {
+    /// The text of the sample this draft is or becomes.
+    pub fn text(&self) -> &Arc<str> {
+        match self {
+            Draft::Ready(s, _) => s.text(),
+            Draft::Decided(d) => d.text(),
+        }
+    }
+
+    /// The sample and the name of the mutator that made it; `None` if the
+    /// decisions do not replay.
+    pub fn finish(self) -> Option<(Sample, &'static str)> {
+        match self {
+            Draft::Ready(s, name) => Some((s, name)),
+            Draft::Decided(d) => {
+                let name = d.name;
+                d.replay().map(|s| (s, name))
+            }
+        }
+    }
+}
+
+/// Picks a mutator by weight and has it change decisions of `s` (trying
+/// the others if it finds nothing), without replaying them.
+fn decide(s: &Sample, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Decided> {
+    for m in mutator_order(rng) {
+        if let Some((trace, from, before)) = m.decide(&s.trace, nest, rng) {
+            let text = Arc::from(trace.to_string());
+            return Some(Decided { space_trace: s.space_trace, trace, text, from, before, name: m.name() });
         }
     }
     None
@@ -102,23 +198,36 @@ pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace
 /// How often [`mutate_sample`] tries a structural move first.
 pub const STRUCTURE_WEIGHT: f64 = 0.15;
 
-/// A mutant of a sample of `space` and the name of the mutator that made
-/// it: a move to a design-space trace that took another structural option
-/// (see [`mutate_structure`]), or a change of decisions ([`mutate`]), each
-/// trying the other when it finds nothing.
-pub fn mutate_sample(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Option<(Sample, &'static str)> {
+/// A mutant of a sample of `space` in the making: a move to a design-space
+/// trace that took another structural option (see [`mutate_structure`]),
+/// or a change of decisions (not replayed yet), each tried first as often
+/// as [`STRUCTURE_WEIGHT`] says, and each trying the other when it finds
+/// nothing.
+pub fn draft_mutant(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Option<Draft> {
     let structural_first = rng.gen::<f64>() < STRUCTURE_WEIGHT;
     if structural_first {
         if let Some(m) = mutate_structure(space, s, rng) {
-            return Some((m, structure::NAME));
+            return Some(Draft::Ready(m, structure::NAME));
         }
     }
-    if let Some((trace, nest, name)) = mutate(&s.trace, &space.nest, rng) {
-        return Some((Sample::new(s.space_trace, trace, nest, 0), name));
+    if let Some(d) = decide(s, &space.nest, rng) {
+        return Some(Draft::Decided(d));
     }
     if !structural_first {
         if let Some(m) = mutate_structure(space, s, rng) {
-            return Some((m, structure::NAME));
+            return Some(Draft::Ready(m, structure::NAME));
+        }
+    }
+    None
+}
+
+/// A mutant of a sample of `space` and the name of the mutator that made
+/// it: up to 8 [`draft_mutant`]s, until one replays (`None` if none does,
+/// or if there is nothing to mutate).
+pub fn mutate_sample(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Option<(Sample, &'static str)> {
+    for _ in 0..8 {
+        if let Some(done) = draft_mutant(space, s, rng)?.finish() {
+            return Some(done);
         }
     }
     None
@@ -190,6 +299,35 @@ mod tests {
             }
             assert_eq!(reached, all, "{reference}");
         }
+    }
+
+    #[test]
+    fn a_draft_has_the_text_of_the_sample_it_replays_to() {
+        let space = space_of("matmul_bt:M=24,N=40,K=16");
+        let mut rng = task_rng(4, 0);
+        let (mut decided, mut ready) = (0, 0);
+        for _ in 0..60 {
+            let s = space.sample(&mut rng).expect("samples");
+            let draft = draft_mutant(&space, &s, &mut rng).expect("a draft");
+            let text = draft.text().to_string();
+            match &draft {
+                Draft::Decided(d) => {
+                    decided += 1;
+                    assert_ne!(d.name(), structure::NAME);
+                }
+                Draft::Ready(_, name) => {
+                    ready += 1;
+                    assert_eq!(*name, structure::NAME);
+                }
+            }
+            let Some((m, _)) = draft.finish() else { continue };
+            assert_eq!(**m.text(), text);
+            assert_eq!(m.trace.to_string(), text);
+            let mut n = space.nest.clone();
+            m.trace.apply(&mut n).expect("replays");
+            assert_eq!(n.to_string(), m.nest.to_string());
+        }
+        assert!(decided > 20 && ready > 2, "{decided} decided, {ready} structural");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!    [`Evolutionary::generations`] generations, mutants of the frontier
 //!    (first the task's parents, [`Task::parents`]: the elites, then the
 //!    best of every design-space trace; parents picked with a bias to the best,
-//!    [`scaletune_space::mutators::mutate_sample`]: decisions and
+//!    [`scaletune_space::mutators::draft_mutant`]: decisions and
 //!    structural moves). With a trained cost model each generation's
 //!    frontier is its best-predicted mutants and the best-predicted two of
 //!    every design-space trace (`frontier_picks`), so the search walks
@@ -32,14 +32,14 @@
 //! design-space traces the task has measured least first, each trace once
 //! before any twice.
 
-use super::{discard, new_samples, spread_samples, SearchStrategy};
+use super::{discard, new_from_drafts, spread_samples, SearchStrategy};
 use crate::cost_model::{rank_scores, CostModel, FeatureCache};
 use crate::tune::task::Task;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use scaletune_space::design::Sample;
-use scaletune_space::mutators::mutate_sample;
+use scaletune_space::mutators::draft_mutant;
 use std::collections::HashSet;
 
 /// Settings of the evolutionary search.
@@ -143,9 +143,9 @@ impl Evolutionary {
         if frontier.is_empty() {
             return Vec::new();
         }
-        new_samples(task, count, count * 4, seen, rng, |r| {
+        new_from_drafts(task, count, count * 4, seen, rng, |r| {
             let parent = &frontier[biased_index(frontier.len(), r)];
-            mutate_sample(&task.space, parent, r).map(|(child, _)| child)
+            draft_mutant(&task.space, parent, r)
         })
     }
 }

@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use scaletune_space::design::Sample;
+use scaletune_space::mutators::Draft;
 use std::collections::HashSet;
 
 /// The strategies `tune --strategy` offers.
@@ -85,7 +86,7 @@ pub fn spread_samples(
     }
     let tiebreak: Vec<u64> = task.space.traces.iter().map(|_| rng.gen()).collect();
     let order = task.least_tried(&tiebreak);
-    new_samples_indexed(task, n, attempts, seen, rng, |j, r| task.space.sample_trace(order[j % order.len()], r).ok())
+    new_candidates(task, n, attempts, seen, rng, |j, r| task.space.sample_trace(order[j % order.len()], r).ok())
 }
 
 /// Samples made by `make` that are new (neither measured nor in `seen`,
@@ -101,7 +102,22 @@ pub fn new_samples(
     rng: &mut ChaCha8Rng,
     make: impl Fn(&mut ChaCha8Rng) -> Option<Sample> + Sync,
 ) -> Vec<Sample> {
-    new_samples_indexed(task, n, attempts, seen, rng, |_, r| make(r))
+    new_candidates(task, n, attempts, seen, rng, |_, r| make(r))
+}
+
+/// [`new_samples`] of drafts (mutants whose decisions are made but not
+/// replayed): a draft whose text repeats a known candidate is dropped
+/// before its replay, the costly part, and only new ones are replayed.
+/// `seen` also gets the texts of drafts that did not replay.
+pub fn new_from_drafts(
+    task: &Task,
+    n: usize,
+    attempts: usize,
+    seen: &mut HashSet<String>,
+    rng: &mut ChaCha8Rng,
+    make: impl Fn(&mut ChaCha8Rng) -> Option<Draft> + Sync,
+) -> Vec<Sample> {
+    new_candidates(task, n, attempts, seen, rng, |_, r| make(r))
 }
 
 /// Drops `samples` on every core: a sample owns its scheduled nest, a
@@ -110,35 +126,68 @@ pub fn discard(samples: Vec<Sample>) {
     samples.into_par_iter().for_each(drop);
 }
 
-/// [`new_samples`] with `make` also given the call's number (0, 1, ... in call order).
-fn new_samples_indexed(
+/// What [`new_candidates`] makes: a sample, or a draft of one to finish.
+trait Candidate: Send + Sized {
+    /// The text of the sample this is or becomes (its identity).
+    fn text(&self) -> &str;
+    /// The sample; `None` if it cannot be finished.
+    fn finish(self) -> Option<Sample>;
+}
+
+impl Candidate for Sample {
+    fn text(&self) -> &str {
+        Sample::text(self)
+    }
+    fn finish(self) -> Option<Sample> {
+        Some(self)
+    }
+}
+
+impl Candidate for Draft {
+    fn text(&self) -> &str {
+        Draft::text(self)
+    }
+    fn finish(self) -> Option<Sample> {
+        Draft::finish(self).map(|(s, _)| s)
+    }
+}
+
+/// [`new_samples`] of any candidate, with `make` also given the call's
+/// number (0, 1, ... in call order). Candidates are made in rounds until as
+/// many new ones as samples are missing are found, then finished, all on
+/// every core; the order of calls, and so the outcome, does not depend on
+/// the number of cores.
+fn new_candidates<C: Candidate>(
     task: &Task,
     n: usize,
     attempts: usize,
     seen: &mut HashSet<String>,
     rng: &mut ChaCha8Rng,
-    make: impl Fn(usize, &mut ChaCha8Rng) -> Option<Sample> + Sync,
+    make: impl Fn(usize, &mut ChaCha8Rng) -> Option<C> + Sync,
 ) -> Vec<Sample> {
     let mut out = Vec::new();
     let mut tried = 0;
     while out.len() < n && tried < attempts {
-        let round = (n - out.len()).min(attempts - tried);
-        let seeds: Vec<(usize, u64)> = (0..round).map(|j| (tried + j, rng.gen())).collect();
-        tried += round;
-        // Each sample's text (its identity) was printed on the worker that made it.
-        let made: Vec<Option<Sample>> =
-            seeds.par_iter().map(|&(j, seed)| make(j, &mut ChaCha8Rng::seed_from_u64(seed))).collect();
-        for s in made.into_iter().flatten() {
-            if out.len() >= n {
-                break;
+        let need = n - out.len();
+        let mut picked: Vec<C> = Vec::with_capacity(need);
+        while picked.len() < need && tried < attempts {
+            let round = (need - picked.len()).min(attempts - tried);
+            let seeds: Vec<(usize, u64)> = (0..round).map(|j| (tried + j, rng.gen())).collect();
+            tried += round;
+            // Each candidate's text (its identity) was printed on the worker that made it.
+            let made: Vec<Option<C>> =
+                seeds.par_iter().map(|&(j, seed)| make(j, &mut ChaCha8Rng::seed_from_u64(seed))).collect();
+            for c in made.into_iter().flatten() {
+                let text = c.text();
+                if task.measured.contains(text) || seen.contains(text) {
+                    continue;
+                }
+                seen.insert(text.to_string());
+                picked.push(c);
             }
-            let text: &str = s.text();
-            if task.measured.contains(text) || seen.contains(text) {
-                continue;
-            }
-            seen.insert(text.to_string());
-            out.push(s);
         }
+        let finished: Vec<Option<Sample>> = picked.into_par_iter().map(C::finish).collect();
+        out.extend(finished.into_iter().flatten());
     }
     out
 }
@@ -156,6 +205,46 @@ mod tests {
         let mut f: Vec<usize> = samples.iter().map(|s| s.space_trace).collect();
         f.sort_unstable();
         f
+    }
+
+    /// Mutants made as drafts: none repeats a measured or already seen
+    /// candidate or another mutant, each is its draft's decisions replayed,
+    /// and the outcome is the same on one core as on several.
+    #[test]
+    fn mutants_from_drafts_are_new_replayed_and_independent_of_the_cores() {
+        use scaletune_space::mutators::draft_mutant;
+        let mut t = task();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let parents = fresh_samples(&t, 4, 40, &mut HashSet::new(), &mut rng);
+        assert_eq!(parents.len(), 4);
+        for (r, p) in parents.iter().enumerate() {
+            t.observe(p, Some(1.0 + r as f64), r as i64);
+        }
+        // A candidate seen before: the mutants a first call makes.
+        let breed = |seen: &mut HashSet<String>, seed| {
+            new_from_drafts(&t, 40, 400, seen, &mut ChaCha8Rng::seed_from_u64(seed), |r| {
+                draft_mutant(&t.space, &parents[r.gen_range(0..parents.len())], r)
+            })
+        };
+        let mut seen = HashSet::new();
+        let first = breed(&mut seen, 8);
+        assert_eq!(first.len(), 40);
+        let texts: HashSet<&str> = first.iter().map(|s| &**s.text()).collect();
+        assert_eq!(texts.len(), first.len(), "no mutant twice");
+        for m in &first {
+            assert!(!t.measured.contains(&**m.text()) && seen.contains(&**m.text()));
+            let mut n = t.space.nest.clone();
+            m.trace.apply(&mut n).expect("a mutant replays");
+            assert_eq!(n.to_string(), m.nest.to_string());
+        }
+        let again = breed(&mut seen, 9);
+        assert!(again.iter().all(|m| !texts.contains(&**m.text())), "a seen mutant came back");
+        // One core or two: the same mutants.
+        let on = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            pool.install(|| breed(&mut HashSet::new(), 8).iter().map(|s| s.text().to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(on(1), on(2));
     }
 
     #[test]
