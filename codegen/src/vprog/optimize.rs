@@ -249,9 +249,10 @@ impl Hoister<'_> {
             return None;
         }
         let mut dest = None;
+        let operands = op.operands();
         for k in (floor..self.exits.len()).rev() {
             let e = &self.exits[k];
-            if op.operands().iter().any(|r| self.place.inside(*r, e.id)) {
+            if operands.iter().any(|r| self.place.inside(*r, e.id)) {
                 break;
             }
             self.place.single[dst.0 as usize] = e.to;
@@ -310,6 +311,8 @@ impl Scopes {
 /// An available value: the operation, its type, the register holding it,
 /// and the statement list it was computed in.
 struct Available {
+    /// [`key_of`] of the type and operation.
+    key: u64,
     ty: Ty,
     op: Op,
     reg: Reg,
@@ -361,7 +364,7 @@ impl Cse<'_> {
             stmts.push(st);
         }
         for a in self.table.drain(mark..) {
-            if let Some(at) = self.index.get_mut(&key_of(&a.ty, &a.op)) {
+            if let Some(at) = self.index.get_mut(&a.key) {
                 at.pop();
             }
         }
@@ -390,7 +393,7 @@ impl Cse<'_> {
             Some(_) => false,
             None => {
                 self.index.entry(key).or_default().push(self.table.len());
-                self.table.push(Available { ty, op: op.clone(), reg: dst, list: id });
+                self.table.push(Available { key, ty, op: op.clone(), reg: dst, list: id });
                 false
             }
         }

@@ -97,8 +97,14 @@ impl Nest {
     /// made and are left as they are: simplifying them again would give
     /// them back unchanged, at the cost of most of a schedule's replay.
     pub fn replace_var(&mut self, v: VarId, with: &Expr) {
-        let f = |x: VarId| (x == v).then(|| with.clone());
-        let mentions = |e: &Expr| e.uses_var(v);
+        self.replace_vars(&[(v, with.clone())]);
+    }
+
+    /// [`Nest::replace_var`] for several variables at once: each expression
+    /// that mentions any of them is substituted and simplified once.
+    pub fn replace_vars(&mut self, subst: &[(VarId, Expr)]) {
+        let f = |x: VarId| subst.iter().find(|(v, _)| *v == x).map(|(_, e)| e.clone());
+        let mentions = |e: &Expr| e.any(&|n| matches!(n, Expr::Var(x) if subst.iter().any(|(v, _)| v == x)));
         for b in self.all_blocks() {
             let blk = &self.blocks[b.index()];
             let touches = blk.bindings.iter().any(mentions)

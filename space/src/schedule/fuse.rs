@@ -70,17 +70,20 @@ impl Nest {
         for l in loops {
             self.loop_mut(*l).alive = false;
         }
-        // l_k = floormod(floordiv(f, prod_{m>k} e_m), e_k)
-        for (k, l) in loops.iter().enumerate() {
-            let inner_prod = extents[k + 1..].iter().cloned().fold(Expr::Int(1), |a, b| a * b);
-            let mut e = Expr::Var(var).floordiv(inner_prod);
-            if k > 0 {
-                e = e.floormod(extents[k].clone());
-            }
-            let e = simplify(&e, self);
-            let old = self.loop_(*l).var;
-            self.replace_var(old, &e);
-        }
+        // l_k = floormod(floordiv(f, prod_{m>k} e_m), e_k), every k at once.
+        let subst: Vec<(crate::ids::VarId, Expr)> = loops
+            .iter()
+            .enumerate()
+            .map(|(k, l)| {
+                let inner_prod = extents[k + 1..].iter().cloned().fold(Expr::Int(1), |a, b| a * b);
+                let mut e = Expr::Var(var).floordiv(inner_prod);
+                if k > 0 {
+                    e = e.floormod(extents[k].clone());
+                }
+                (self.loop_(*l).var, simplify(&e, self))
+            })
+            .collect();
+        self.replace_vars(&subst);
         Ok(fused)
     }
 }

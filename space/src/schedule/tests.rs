@@ -340,3 +340,42 @@ fn traces_round_trip_through_text_and_json() {
     let back = crate::trace::Trace::from_json(&json).expect("json");
     assert_eq!(back.insts, t.insts);
 }
+
+/// `fuse` substitutes every fused loop's variable at once
+/// (`Nest::replace_vars`): on sampled nests of several workloads, that
+/// gives the nest that substituting them one at a time gives.
+#[test]
+fn substituting_variables_at_once_equals_one_at_a_time() {
+    use crate::design::DesignSpace;
+    use crate::expr::Expr;
+    use crate::sample::task_rng;
+    let mut compared = 0;
+    for reference in ["matmul:M=24,N=40,K=16", "conv2d_nhwc", "softmax_rows:M=4,N=24", "layer_norm"] {
+        let w = load(reference).expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, sve()));
+        let mut rng = task_rng(21, 0);
+        for _ in 0..6 {
+            let Ok(s) = space.sample(&mut rng) else { continue };
+            // Every loop with a loop directly inside it: fuse's substitution of the pair.
+            for outer in s.nest.all_loops() {
+                let [crate::ir::Node::Loop(inner)] = s.nest.loop_(outer).body[..] else { continue };
+                let mut nest = s.nest.clone();
+                let (eo, ei) = (nest.extent(outer).clone(), nest.extent(inner).clone());
+                let f = nest.new_var("f", crate::expr::simplify(&(eo.clone() * ei.clone()), &nest));
+                let subst = [
+                    (nest.loop_(outer).var, crate::expr::simplify(&Expr::Var(f).floordiv(ei.clone()), &nest)),
+                    (nest.loop_(inner).var, crate::expr::simplify(&Expr::Var(f).floormod(ei), &nest)),
+                ];
+                let mut one_by_one = nest.clone();
+                for (v, e) in &subst {
+                    one_by_one.replace_var(*v, e);
+                }
+                let before = nest.to_string();
+                nest.replace_vars(&subst);
+                assert_eq!(nest.to_string(), one_by_one.to_string(), "{reference}");
+                compared += usize::from(nest.to_string() != before);
+            }
+        }
+    }
+    assert!(compared > 40, "{compared} substitutions that changed a nest");
+}
