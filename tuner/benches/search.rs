@@ -85,7 +85,8 @@ fn fixed_work(n: usize) {
             let order = f.model.rank_cached(task, &pool, &mut FeatureCache::default());
             counts[k] += pool.len();
             for s in &pool {
-                s.trace.to_string().hash(&mut digest);
+                // The text printed when the sample was made: `trace.to_string()`.
+                s.text().hash(&mut digest);
             }
             format!("{order:?}").hash(&mut digest);
             discard(pool);

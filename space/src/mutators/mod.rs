@@ -20,6 +20,7 @@ use crate::ir::Nest;
 use crate::trace::{Bindings, Inst, Trace};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use std::fmt::Write;
 use std::sync::Arc;
 
 /// Changes decisions of a decided trace.
@@ -188,11 +189,30 @@ impl Draft {
 fn decide(s: &Sample, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Decided> {
     for m in mutator_order(rng) {
         if let Some((trace, from, before)) = m.decide(&s.trace, nest, rng) {
-            let text = Arc::from(trace.to_string());
+            let text = respliced(s.text(), from, &trace);
             return Some(Decided { space_trace: s.space_trace, trace, text, from, before, name: m.name() });
         }
     }
     None
+}
+
+/// The text of `trace`, made from `parent`, the text of a trace that
+/// differs from it in instruction `i` alone: each instruction prints as one
+/// line, so only that line is printed again. (If `parent` does not have a
+/// line per instruction, the whole trace is printed.)
+fn respliced(parent: &str, i: usize, trace: &Trace) -> Arc<str> {
+    let mut ends = parent.match_indices('\n').map(|(at, _)| at + 1);
+    let start = if i == 0 { Some(0) } else { ends.nth(i - 1) };
+    let (Some(start), Some(end)) = (start, ends.next()) else { return Arc::from(trace.to_string()) };
+    if parent[end..].bytes().filter(|b| *b == b'\n').count() != trace.insts.len() - i - 1 {
+        return Arc::from(trace.to_string());
+    }
+    let mut text = String::with_capacity(parent.len() + 16);
+    text.push_str(&parent[..start]);
+    // Writing to a String cannot fail.
+    let _ = writeln!(text, "{}", trace.insts[i].named(&trace.names));
+    text.push_str(&parent[end..]);
+    Arc::from(text)
 }
 
 /// How often [`mutate_sample`] tries a structural move first.
@@ -299,6 +319,25 @@ mod tests {
             }
             assert_eq!(reached, all, "{reference}");
         }
+    }
+
+    #[test]
+    fn a_respliced_text_is_the_printed_trace() {
+        let space = space_of("matmul_bt:M=24,N=40,K=16");
+        let s = space.sample(&mut task_rng(6, 0)).expect("samples");
+        let parent = s.trace.to_string();
+        // Any one instruction replaced (here by another's), first and last included.
+        let n = s.trace.insts.len();
+        for i in 0..n {
+            let mut t = s.trace.clone();
+            t.insts[i] = s.trace.insts[(i + 1) % n].clone();
+            assert_eq!(*respliced(&parent, i, &t), t.to_string(), "instruction {i}");
+        }
+        // A parent text that is not one line per instruction: printed whole.
+        let mut t = s.trace.clone();
+        t.insts[1] = s.trace.insts[0].clone();
+        assert_eq!(*respliced("not a trace\n", 1, &t), t.to_string());
+        assert_eq!(*respliced(&format!("{parent}extra\n"), 1, &t), t.to_string());
     }
 
     #[test]

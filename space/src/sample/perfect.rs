@@ -42,17 +42,49 @@ impl Counter {
     }
 }
 
+/// Counts a thread remembers before it forgets them all.
+const MAX_REMEMBERED: usize = 1 << 14;
+
+thread_local! {
+    /// Counters by `max_innermost`: replaying a trace counts the domain of
+    /// each tiling decision, and a search replays the same tilings of the
+    /// same extents thousands of times.
+    static COUNTERS: std::cell::RefCell<HashMap<i64, Counter>> = std::cell::RefCell::default();
+}
+
+/// `f` with this thread's counter for `max_innermost` (at least 1).
+fn with_counter<T>(max_innermost: i64, f: impl FnOnce(&mut Counter) -> T) -> T {
+    let max_innermost = max_innermost.max(1);
+    COUNTERS.with(|c| {
+        let mut all = c.borrow_mut();
+        if all.values().map(|c| c.memo.len()).sum::<usize>() > MAX_REMEMBERED {
+            all.clear();
+        }
+        f(all.entry(max_innermost).or_insert_with(|| Counter { max_innermost, memo: HashMap::default() }))
+    })
+}
+
 /// Number of decisions of `sample_perfect_tile(extent, n, max_innermost)`.
 pub fn count_perfect(extent: i64, n: usize, max_innermost: i64) -> u128 {
     if extent < 1 || n == 0 {
         return 0;
     }
-    Counter { max_innermost: max_innermost.max(1), memo: HashMap::default() }.count(extent, n)
+    with_counter(max_innermost, |c| c.count(extent, n))
 }
 
 /// Draws uniformly among the factorizations (outermost first).
 pub fn sample_perfect(extent: i64, n: usize, max_innermost: i64, rng: &mut impl Rng) -> Result<Vec<i64>, SampleError> {
-    let mut counter = Counter { max_innermost: max_innermost.max(1), memo: HashMap::default() };
+    with_counter(max_innermost, |counter| draw_perfect(counter, extent, n, max_innermost, rng))
+}
+
+/// [`sample_perfect`] with `counter`.
+fn draw_perfect(
+    counter: &mut Counter,
+    extent: i64,
+    n: usize,
+    max_innermost: i64,
+    rng: &mut impl Rng,
+) -> Result<Vec<i64>, SampleError> {
     if extent < 1 || n == 0 || counter.count(extent, n) == 0 {
         return Err(SampleError(format!(
             "extent {extent} has no {n}-way tiling with innermost factor <= {max_innermost}"
