@@ -18,7 +18,7 @@ mod types;
 mod verify;
 
 pub use builder::Builder;
-pub use operands::{walk, Operands, OperandsMut};
+pub use operands::{walk, Operands};
 pub use optimize::optimize;
 pub use types::*;
 pub use verify::{mopa_group, verify, VerifyError};

@@ -1,11 +1,6 @@
 //! The registers operations and statements read, for passes that analyse or rewrite them.
 
 use super::types::{Op, Reg, Stmt};
-use smallvec::SmallVec;
-
-/// Mutable references to the registers one operation or statement reads
-/// (at most four, kept inline).
-pub type OperandsMut<'a> = SmallVec<[&'a mut Reg; 4]>;
 
 /// The registers one operation or statement reads, in operand order: at
 /// most four, held in place (passes ask for them once per statement and
@@ -74,22 +69,33 @@ impl Op {
         }
     }
 
-    /// Mutable references to the registers this operation reads.
-    pub fn operands_mut(&mut self) -> OperandsMut<'_> {
+    /// Calls `f` on each register this operation reads, in operand order,
+    /// to rewrite it.
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Reg)) {
         match self {
-            Op::Const(_) | Op::VScale | Op::Step(_) => OperandsMut::new(),
+            Op::Const(_) | Op::VScale | Op::Step(_) => {}
             Op::Copy(a) | Op::Un(_, a) | Op::Cast(a, _) | Op::Bitcast(a, _) | Op::Splat(a, _) | Op::Reduce(_, a) => {
-                smallvec::smallvec![a]
+                f(a)
             }
             Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Extract(a, b) | Op::Interleave(a, b) => {
-                smallvec::smallvec![a, b]
+                f(a);
+                f(b);
             }
-            Op::Fma(a, b, c) | Op::Select(a, b, c) => smallvec::smallvec![a, b, c],
-            Op::ActiveLaneMask { base, bound, .. } => smallvec::smallvec![base, bound],
-            Op::ZaReadVertical { slice, .. } => smallvec::smallvec![slice],
-            Op::Load { index, .. } => smallvec::smallvec![index],
-            Op::VLoad { base, mask, .. } => std::iter::once(base).chain(mask.as_mut()).collect(),
-            Op::Gather { indices, mask, .. } => std::iter::once(indices).chain(mask.as_mut()).collect(),
+            Op::Fma(a, b, c) | Op::Select(a, b, c) => {
+                f(a);
+                f(b);
+                f(c);
+            }
+            Op::ActiveLaneMask { base, bound, .. } => {
+                f(base);
+                f(bound);
+            }
+            Op::ZaReadVertical { slice, .. } => f(slice),
+            Op::Load { index, .. } => f(index),
+            Op::VLoad { base: a, mask, .. } | Op::Gather { indices: a, mask, .. } => {
+                f(a);
+                mask.iter_mut().for_each(f);
+            }
         }
     }
 }
@@ -113,21 +119,32 @@ impl Stmt {
         }
     }
 
-    /// Mutable references to the registers this statement itself reads.
-    pub fn operands_mut(&mut self) -> OperandsMut<'_> {
+    /// Calls `f` on each register this statement itself reads (not those
+    /// of nested bodies), in operand order, to rewrite it.
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Reg)) {
         match self {
-            Stmt::Assign { op, .. } => op.operands_mut(),
-            Stmt::Store { index, value, .. } => smallvec::smallvec![index, value],
-            Stmt::VStore { base, value, mask, .. } => [base, value].into_iter().chain(mask.as_mut()).collect(),
-            Stmt::Scatter { indices, value, mask, .. } => [indices, value].into_iter().chain(mask.as_mut()).collect(),
-            Stmt::Loop { start, end, .. } => smallvec::smallvec![start, end],
-            Stmt::If { cond, .. } => smallvec::smallvec![cond],
-            Stmt::ZaZero { .. } => OperandsMut::new(),
+            Stmt::Assign { op, .. } => op.for_each_operand_mut(f),
+            Stmt::Store { index: a, value: b, .. } | Stmt::Loop { start: a, end: b, .. } => {
+                f(a);
+                f(b);
+            }
+            Stmt::VStore { base: a, value: b, mask, .. } | Stmt::Scatter { indices: a, value: b, mask, .. } => {
+                f(a);
+                f(b);
+                mask.iter_mut().for_each(f);
+            }
+            Stmt::If { cond, .. } => f(cond),
+            Stmt::ZaZero { .. } => {}
             Stmt::ZaLoad { row, base, mask, .. } | Stmt::ZaStore { row, base, mask, .. } => {
-                [row, base].into_iter().chain(mask.as_mut()).collect()
+                f(row);
+                f(base);
+                mask.iter_mut().for_each(f);
             }
             Stmt::Mopa { a, b, a_mask, b_mask, .. } => {
-                [a, b].into_iter().chain(a_mask.as_mut()).chain(b_mask.as_mut()).collect()
+                f(a);
+                f(b);
+                a_mask.iter_mut().for_each(&mut f);
+                b_mask.iter_mut().for_each(f);
             }
         }
     }
@@ -153,6 +170,46 @@ pub fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
                 walk(else_body, f);
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vprog::types::{BinOp, BufId, Lanes, LoopHint};
+
+    /// Rewriting each operand visits the registers `operands` lists, in its
+    /// order, for statements with two to four operands and optional masks.
+    #[test]
+    fn rewriting_visits_the_operands_in_order() {
+        let r = Reg;
+        let l = Lanes::fixed(4);
+        let stmts = vec![
+            Stmt::Assign { dst: r(0), op: Op::Bin(BinOp::Add, r(1), r(2)) },
+            Stmt::Assign { dst: r(0), op: Op::Fma(r(3), r(1), r(2)) },
+            Stmt::Assign { dst: r(0), op: Op::VLoad { buf: BufId(0), base: r(5), lanes: l, mask: Some(r(6)) } },
+            Stmt::Assign { dst: r(0), op: Op::Gather { buf: BufId(0), indices: r(7), mask: None } },
+            Stmt::Assign { dst: r(0), op: Op::ActiveLaneMask { base: r(8), bound: r(9), lanes: l } },
+            Stmt::Store { buf: BufId(0), index: r(1), value: r(2) },
+            Stmt::VStore { buf: BufId(0), base: r(3), value: r(4), mask: Some(r(5)) },
+            Stmt::Scatter { buf: BufId(0), indices: r(6), value: r(7), mask: None },
+            Stmt::Loop { var: r(0), start: r(1), end: r(2), body: Vec::new(), hint: LoopHint::None },
+            Stmt::If { cond: r(3), then_body: Vec::new(), else_body: Vec::new() },
+            Stmt::ZaZero { tile: 0 },
+            Stmt::ZaLoad { tile: 0, row: r(4), buf: BufId(0), base: r(5), mask: Some(r(6)) },
+            Stmt::Mopa { tile: 0, a: r(7), b: r(8), a_mask: Some(r(9)), b_mask: Some(r(10)) },
+        ];
+        for mut st in stmts {
+            let listed: Vec<Reg> = st.operands().into_iter().collect();
+            let mut visited = Vec::new();
+            st.for_each_operand_mut(|x| {
+                visited.push(*x);
+                x.0 += 100;
+            });
+            assert_eq!(visited, listed, "{st:?}");
+            let moved: Vec<Reg> = st.operands().iter().map(|x| Reg(x.0 - 100)).collect();
+            assert_eq!(moved, listed, "{st:?}");
         }
     }
 }

@@ -113,13 +113,15 @@ struct Placement {
     /// For loop `k`, one past the last loop nested in it.
     end: Vec<u32>,
     /// The loop of each register's assignment (a loop variable: its own
-    /// loop); `NONE` for parameters.
+    /// loop); `NONE` for parameters, `MULTI` for registers assigned more
+    /// than once.
     single: Vec<u32>,
     /// Registers assigned more than once: every loop they are assigned in.
     multi: FxHashMap<Reg, Vec<u32>>,
 }
 
 const NONE: u32 = u32::MAX;
+const MULTI: u32 = u32::MAX - 1;
 
 impl Placement {
     fn of(n_regs: usize, body: &[Stmt]) -> Placement {
@@ -151,21 +153,22 @@ impl Placement {
 
     fn place(&mut self, r: Reg, at: u32) {
         let slot = &mut self.single[r.0 as usize];
-        if let Some(all) = self.multi.get_mut(&r) {
-            all.push(at);
+        if *slot == MULTI {
+            self.multi.get_mut(&r).expect("a register placed twice has a list").push(at);
         } else if *slot == NONE {
             *slot = at;
         } else {
             self.multi.insert(r, vec![*slot, at]);
+            *slot = MULTI;
         }
     }
 
     /// True if `r` is assigned inside loop `k` (its body or deeper).
     fn inside(&self, r: Reg, k: u32) -> bool {
         let range = k..self.end[k as usize];
-        match self.multi.get(&r) {
-            Some(all) => all.iter().any(|l| range.contains(l)),
-            None => range.contains(&self.single[r.0 as usize]),
+        match self.single[r.0 as usize] {
+            MULTI => self.multi[&r].iter().any(|l| range.contains(l)),
+            at => range.contains(&at),
         }
     }
 }
@@ -342,11 +345,12 @@ impl Cse<'_> {
         let old = std::mem::take(stmts);
         stmts.reserve(old.len());
         for mut st in old {
-            for r in st.operands_mut() {
-                if let Some(n) = self.renames[r.0 as usize] {
+            let renames = &self.renames;
+            st.for_each_operand_mut(|r| {
+                if let Some(n) = renames[r.0 as usize] {
                     *r = n;
                 }
-            }
+            });
             match &mut st {
                 Stmt::Loop { body, hint, .. } => {
                     let outer = self.in_parallel;
