@@ -197,6 +197,8 @@ impl Trace {
         let mut sizes = Vec::new();
         let mut prov = Provenance::default();
         let mut out = Vec::new();
+        // The nest passed `check_limits` since its last change of size.
+        let mut within_limits = false;
         for (i, inst) in self.insts.iter().enumerate().skip(start) {
             let varying = prov.before(inst, &vars, nest);
             let mut env = Env { vars, names: &self.names, line: self.lines.get(i).copied(), inst };
@@ -216,7 +218,14 @@ impl Trace {
                 nest.transformed = true;
                 // Every size the instruction made (extents, iteration counts,
                 // unrolled copies) within the limits, else the trace is refused.
-                nest.check_limits().map_err(|e| env.err(TraceErrorKind::Schedule(ErrorKind::Limit), e.to_string()))?;
+                // Marking a loop vectorized or parallel, or annotating, changes
+                // none of them: after a check that passed, nothing to check.
+                let marks = matches!(inst, Inst::Vectorize { .. } | Inst::Parallel { .. } | Inst::Annotate { .. });
+                if !(marks && within_limits) {
+                    nest.check_limits()
+                        .map_err(|e| env.err(TraceErrorKind::Schedule(ErrorKind::Limit), e.to_string()))?;
+                    within_limits = true;
+                }
             }
             vars = env.vars;
         }
