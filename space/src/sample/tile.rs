@@ -6,8 +6,8 @@ use crate::caps::VectorCaps;
 use crate::expr::Expr;
 use crate::trace::TExpr;
 use rand::Rng;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 /// The factor of one inner tiling level.
@@ -169,7 +169,7 @@ impl TileDomain {
     /// The decisions, enumerated once per domain and thread.
     fn enumerated(&self) -> Rc<Enumerated> {
         thread_local! {
-            static CACHE: RefCell<HashMap<TileDomain, Rc<Enumerated>>> = RefCell::new(HashMap::new());
+            static CACHE: RefCell<HashMap<TileDomain, Rc<Enumerated>>> = RefCell::default();
         }
         CACHE.with(|c| {
             c.borrow_mut()

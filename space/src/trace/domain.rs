@@ -16,7 +16,8 @@ use crate::expr::simplify;
 use crate::ids::LoopId;
 use crate::ir::Nest;
 use crate::sample::{count_perfect, lanes_per_granule};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The number of decisions of one sampling instruction, or of a whole space.
