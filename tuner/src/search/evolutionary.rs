@@ -32,7 +32,7 @@
 //! design-space traces the task has measured least first, each trace once
 //! before any twice.
 
-use super::{discard, new_from_drafts, spread_samples, SearchStrategy};
+use super::{discard, new_samples, spread_samples, SearchStrategy};
 use crate::cost_model::{rank_scores, CostModel, FeatureCache};
 use crate::tune::task::Task;
 use rand::seq::SliceRandom;
@@ -131,7 +131,8 @@ fn biased_index(len: usize, rng: &mut ChaCha8Rng) -> usize {
 
 impl Evolutionary {
     /// Up to `count` mutants of `frontier` (parents picked with a bias to
-    /// the front) that are new (added to `seen`), bred on every core.
+    /// the front) that are new (added to `seen`, as are the texts of
+    /// drafted mutants that do not replay), bred on every core.
     pub fn breed(
         &self,
         task: &Task,
@@ -143,7 +144,7 @@ impl Evolutionary {
         if frontier.is_empty() {
             return Vec::new();
         }
-        new_from_drafts(task, count, count * 4, seen, rng, |r| {
+        new_samples(task, count, count * 4, seen, rng, |r| {
             let parent = &frontier[biased_index(frontier.len(), r)];
             draft_mutant(&task.space, parent, r)
         })

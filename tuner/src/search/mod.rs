@@ -94,28 +94,18 @@ pub fn spread_samples(
 /// times. The calls run on every core, each with an RNG of its own seeded
 /// from `rng` in call order, and their results are taken in that order: the
 /// outcome depends on `rng` alone, not on the number of cores.
-pub fn new_samples(
+///
+/// `make` may give drafts (mutants whose decisions are made but not
+/// replayed, [`Draft`]): a draft whose text repeats a known candidate is
+/// dropped before its replay, the costly part, and only new ones are
+/// replayed. `seen` also gets the texts of drafts that did not replay.
+pub fn new_samples<C: Candidate>(
     task: &Task,
     n: usize,
     attempts: usize,
     seen: &mut HashSet<String>,
     rng: &mut ChaCha8Rng,
-    make: impl Fn(&mut ChaCha8Rng) -> Option<Sample> + Sync,
-) -> Vec<Sample> {
-    new_candidates(task, n, attempts, seen, rng, |_, r| make(r))
-}
-
-/// [`new_samples`] of drafts (mutants whose decisions are made but not
-/// replayed): a draft whose text repeats a known candidate is dropped
-/// before its replay, the costly part, and only new ones are replayed.
-/// `seen` also gets the texts of drafts that did not replay.
-pub fn new_from_drafts(
-    task: &Task,
-    n: usize,
-    attempts: usize,
-    seen: &mut HashSet<String>,
-    rng: &mut ChaCha8Rng,
-    make: impl Fn(&mut ChaCha8Rng) -> Option<Draft> + Sync,
+    make: impl Fn(&mut ChaCha8Rng) -> Option<C> + Sync,
 ) -> Vec<Sample> {
     new_candidates(task, n, attempts, seen, rng, |_, r| make(r))
 }
@@ -126,8 +116,8 @@ pub fn discard(samples: Vec<Sample>) {
     samples.into_par_iter().for_each(drop);
 }
 
-/// What [`new_candidates`] makes: a sample, or a draft of one to finish.
-trait Candidate: Send + Sized {
+/// What [`new_samples`] makes: a sample, or a draft of one to finish.
+pub trait Candidate: Send + Sized {
     /// The text of the sample this is or becomes (its identity).
     fn text(&self) -> &str;
     /// The sample; `None` if it cannot be finished.
@@ -222,7 +212,7 @@ mod tests {
         }
         // A candidate seen before: the mutants a first call makes.
         let breed = |seen: &mut HashSet<String>, seed| {
-            new_from_drafts(&t, 40, 400, seen, &mut ChaCha8Rng::seed_from_u64(seed), |r| {
+            new_samples(&t, 40, 400, seen, &mut ChaCha8Rng::seed_from_u64(seed), |r| {
                 draft_mutant(&t.space, &parents[r.gen_range(0..parents.len())], r)
             })
         };
