@@ -197,6 +197,40 @@ mod tests {
         f
     }
 
+    /// A candidate that counts how often it is finished.
+    struct Counted(Sample, &'static std::sync::atomic::AtomicUsize);
+
+    impl Candidate for Counted {
+        fn text(&self) -> &str {
+            self.0.text()
+        }
+        fn finish(self) -> Option<Sample> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(self.0)
+        }
+    }
+
+    /// Candidates that repeat a known one are dropped before they are
+    /// finished (for drafts: replayed): 40 attempts drawing among 4
+    /// distinct candidates finish exactly 4, one of them already seen.
+    #[test]
+    fn repeated_candidates_are_never_finished() {
+        static FINISHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let t = task();
+        let pool = fresh_samples(&t, 5, 50, &mut HashSet::new(), &mut ChaCha8Rng::seed_from_u64(4));
+        assert_eq!(pool.len(), 5);
+        let mut seen: HashSet<String> = [pool[4].text().to_string()].into();
+        let got = new_samples(&t, 10, 40, &mut seen, &mut ChaCha8Rng::seed_from_u64(6), |r| {
+            Some(Counted(pool[r.gen_range(0..pool.len())].clone(), &FINISHED))
+        });
+        assert_eq!(FINISHED.load(std::sync::atomic::Ordering::Relaxed), 4);
+        let mut texts: Vec<&str> = got.iter().map(|s| &**s.text()).collect();
+        texts.sort_unstable();
+        let mut want: Vec<&str> = pool[..4].iter().map(|s| &**s.text()).collect();
+        want.sort_unstable();
+        assert_eq!(texts, want);
+    }
+
     /// Mutants made as drafts: none repeats a measured or already seen
     /// candidate or another mutant, each is its draft's decisions replayed,
     /// and the outcome is the same on one core as on several.
