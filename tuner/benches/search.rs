@@ -15,14 +15,13 @@
 use criterion::{criterion_group, Criterion, Throughput};
 use scaletune::cost_model::{sample_features, CostModel, FeatureCache, Row};
 use scaletune::search::evolutionary::Evolutionary;
-use scaletune::search::{discard, fresh_samples};
+use scaletune::search::{discard, fresh_samples, Texts};
 use scaletune::tune::task::Task;
 use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
 use scaletune_space::design::{DesignSpace, Sample, SpaceOptions};
 use scaletune_space::sample::task_rng;
 use scaletune_space::workload::{load, Workload};
-use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -76,9 +75,9 @@ fn fixed_work(n: usize) {
     for i in 0..n {
         let seed = i as u64;
         let pools = [
-            fresh_samples(&f.task, BATCH, 4 * BATCH, &mut HashSet::new(), &mut task_rng(12, seed)),
-            evolutionary.breed(&f.task, &f.parents, BATCH, &mut HashSet::new(), &mut task_rng(13, seed)),
-            evolutionary.breed(&serial, &serial_parents, BATCH, &mut HashSet::new(), &mut task_rng(14, seed)),
+            fresh_samples(&f.task, BATCH, 4 * BATCH, &mut Texts::default(), &mut task_rng(12, seed)),
+            evolutionary.breed(&f.task, &f.parents, BATCH, &mut Texts::default(), &mut task_rng(13, seed)),
+            evolutionary.breed(&serial, &serial_parents, BATCH, &mut Texts::default(), &mut task_rng(14, seed)),
         ];
         for (k, pool) in pools.into_iter().enumerate() {
             let task = if k == 2 { &serial } else { &f.task };
@@ -109,7 +108,7 @@ fn bench(c: &mut Criterion) {
     let mut rng = task_rng(12, 0);
     g.bench_function("sample_and_score", |b| {
         b.iter(|| {
-            let pool = fresh_samples(&task, BATCH, 4 * BATCH, &mut HashSet::new(), &mut rng);
+            let pool = fresh_samples(&task, BATCH, 4 * BATCH, &mut Texts::default(), &mut rng);
             black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()));
             discard(pool);
         })
@@ -118,7 +117,7 @@ fn bench(c: &mut Criterion) {
     let evolutionary = Evolutionary::default();
     g.bench_function("mutate_and_score", |b| {
         b.iter(|| {
-            let pool = evolutionary.breed(&task, &parents, BATCH, &mut HashSet::new(), &mut rng);
+            let pool = evolutionary.breed(&task, &parents, BATCH, &mut Texts::default(), &mut rng);
             black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()));
             discard(pool);
         })
@@ -128,7 +127,7 @@ fn bench(c: &mut Criterion) {
     let mut rng = task_rng(14, 0);
     g.bench_function("mutate_and_score_one_thread", |b| {
         b.iter(|| {
-            let pool = evolutionary.breed(&serial, &serial_parents, BATCH, &mut HashSet::new(), &mut rng);
+            let pool = evolutionary.breed(&serial, &serial_parents, BATCH, &mut Texts::default(), &mut rng);
             black_box(model.rank_cached(&serial, &pool, &mut FeatureCache::default()));
             discard(pool);
         })

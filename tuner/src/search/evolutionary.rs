@@ -32,7 +32,7 @@
 //! design-space traces the task has measured least first, each trace once
 //! before any twice.
 
-use super::{discard, new_samples, spread_samples, SearchStrategy};
+use super::{discard, new_samples, spread_samples, SearchStrategy, Texts};
 use crate::cost_model::{rank_scores, CostModel, FeatureCache};
 use crate::tune::task::Task;
 use rand::seq::SliceRandom;
@@ -40,7 +40,6 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use scaletune_space::design::Sample;
 use scaletune_space::mutators::draft_mutant;
-use std::collections::HashSet;
 
 /// Settings of the evolutionary search.
 #[derive(Clone, Debug)]
@@ -138,7 +137,7 @@ impl Evolutionary {
         task: &Task,
         frontier: &[Sample],
         count: usize,
-        seen: &mut HashSet<String>,
+        seen: &mut Texts,
         rng: &mut ChaCha8Rng,
     ) -> Vec<Sample> {
         if frontier.is_empty() {
@@ -179,7 +178,7 @@ impl SearchStrategy for Evolutionary {
     }
 
     fn propose(&mut self, task: &Task, model: Option<&CostModel>, n: usize, rng: &mut ChaCha8Rng) -> Vec<Sample> {
-        let mut seen = HashSet::new();
+        let mut seen = Texts::default();
         if task.elites.is_empty() {
             return spread_samples(task, n, 20 * n + 20, &mut seen, rng);
         }

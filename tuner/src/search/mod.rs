@@ -16,7 +16,11 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use scaletune_space::design::Sample;
 use scaletune_space::mutators::Draft;
-use std::collections::HashSet;
+
+/// Trace texts (a candidate's identity): the ones a task measured, and the
+/// ones a proposal has seen. Fx-hashed: a proposal looks up thousands of
+/// texts of a few kilobytes each, which SipHash spends most of its time on.
+pub type Texts = rustc_hash::FxHashSet<String>;
 
 /// The strategies `tune --strategy` offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
@@ -59,13 +63,7 @@ pub trait SearchStrategy: Send {
 /// Fresh samples of a task's space that are new (neither measured nor in
 /// `seen`, which they are added to): at most `n`, trying at most `attempts`
 /// draws.
-pub fn fresh_samples(
-    task: &Task,
-    n: usize,
-    attempts: usize,
-    seen: &mut HashSet<String>,
-    rng: &mut ChaCha8Rng,
-) -> Vec<Sample> {
+pub fn fresh_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, rng: &mut ChaCha8Rng) -> Vec<Sample> {
     new_samples(task, n, attempts, seen, rng, |r| task.space.sample(r).ok())
 }
 
@@ -74,13 +72,7 @@ pub fn fresh_samples(
 /// (ties broken at random), so the traces measured least are drawn from
 /// first and every trace is drawn from before any twice. Otherwise as
 /// [`fresh_samples`].
-pub fn spread_samples(
-    task: &Task,
-    n: usize,
-    attempts: usize,
-    seen: &mut HashSet<String>,
-    rng: &mut ChaCha8Rng,
-) -> Vec<Sample> {
+pub fn spread_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, rng: &mut ChaCha8Rng) -> Vec<Sample> {
     if task.space.traces.is_empty() {
         return Vec::new();
     }
@@ -103,7 +95,7 @@ pub fn new_samples<C: Candidate>(
     task: &Task,
     n: usize,
     attempts: usize,
-    seen: &mut HashSet<String>,
+    seen: &mut Texts,
     rng: &mut ChaCha8Rng,
     make: impl Fn(&mut ChaCha8Rng) -> Option<C> + Sync,
 ) -> Vec<Sample> {
@@ -151,7 +143,7 @@ fn new_candidates<C: Candidate>(
     task: &Task,
     n: usize,
     attempts: usize,
-    seen: &mut HashSet<String>,
+    seen: &mut Texts,
     rng: &mut ChaCha8Rng,
     make: impl Fn(usize, &mut ChaCha8Rng) -> Option<C> + Sync,
 ) -> Vec<Sample> {
@@ -217,9 +209,9 @@ mod tests {
     fn repeated_candidates_are_never_finished() {
         static FINISHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let t = task();
-        let pool = fresh_samples(&t, 5, 50, &mut HashSet::new(), &mut ChaCha8Rng::seed_from_u64(4));
+        let pool = fresh_samples(&t, 5, 50, &mut Texts::default(), &mut ChaCha8Rng::seed_from_u64(4));
         assert_eq!(pool.len(), 5);
-        let mut seen: HashSet<String> = [pool[4].text().to_string()].into();
+        let mut seen: Texts = Texts::from_iter([pool[4].text().to_string()]);
         let got = new_samples(&t, 10, 40, &mut seen, &mut ChaCha8Rng::seed_from_u64(6), |r| {
             Some(Counted(pool[r.gen_range(0..pool.len())].clone(), &FINISHED))
         });
@@ -239,21 +231,21 @@ mod tests {
         use scaletune_space::mutators::draft_mutant;
         let mut t = task();
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let parents = fresh_samples(&t, 4, 40, &mut HashSet::new(), &mut rng);
+        let parents = fresh_samples(&t, 4, 40, &mut Texts::default(), &mut rng);
         assert_eq!(parents.len(), 4);
         for (r, p) in parents.iter().enumerate() {
             t.observe(p, Some(1.0 + r as f64), r as i64);
         }
         // A candidate seen before: the mutants a first call makes.
-        let breed = |seen: &mut HashSet<String>, seed| {
+        let breed = |seen: &mut Texts, seed| {
             new_samples(&t, 40, 400, seen, &mut ChaCha8Rng::seed_from_u64(seed), |r| {
                 draft_mutant(&t.space, &parents[r.gen_range(0..parents.len())], r)
             })
         };
-        let mut seen = HashSet::new();
+        let mut seen = Texts::default();
         let first = breed(&mut seen, 8);
         assert_eq!(first.len(), 40);
-        let texts: HashSet<&str> = first.iter().map(|s| &**s.text()).collect();
+        let texts: std::collections::HashSet<&str> = first.iter().map(|s| &**s.text()).collect();
         assert_eq!(texts.len(), first.len(), "no mutant twice");
         for m in &first {
             assert!(!t.measured.contains(&**m.text()) && seen.contains(&**m.text()));
@@ -266,7 +258,7 @@ mod tests {
         // One core or two: the same mutants.
         let on = |threads| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-            pool.install(|| breed(&mut HashSet::new(), 8).iter().map(|s| s.text().to_string()).collect::<Vec<_>>())
+            pool.install(|| breed(&mut Texts::default(), 8).iter().map(|s| s.text().to_string()).collect::<Vec<_>>())
         };
         assert_eq!(on(1), on(2));
     }
@@ -277,7 +269,7 @@ mod tests {
         let n = t.space.traces.len();
         assert!(n >= 4, "{n} design-space traces");
         let mut rng = ChaCha8Rng::seed_from_u64(5);
-        let all = spread_samples(&t, n, 20 * n, &mut HashSet::new(), &mut rng);
+        let all = spread_samples(&t, n, 20 * n, &mut Texts::default(), &mut rng);
         assert_eq!(families(&all), (0..n).collect::<Vec<_>>(), "one of each trace");
         // Trace 0 measured twice, trace 1 once: a batch of n - 1 leaves out trace 0.
         for (r, s) in [&all[0], &all[1], &all[2]].into_iter().enumerate() {
@@ -285,14 +277,14 @@ mod tests {
             s.space_trace = if r < 2 { 0 } else { 1 };
             t.observe(&s, None, r as i64);
         }
-        let some = spread_samples(&t, n - 1, 20 * n, &mut HashSet::new(), &mut rng);
+        let some = spread_samples(&t, n - 1, 20 * n, &mut Texts::default(), &mut rng);
         assert_eq!(families(&some), (1..n).collect::<Vec<_>>());
-        let most = spread_samples(&t, n - 2, 20 * n, &mut HashSet::new(), &mut rng);
+        let most = spread_samples(&t, n - 2, 20 * n, &mut Texts::default(), &mut rng);
         assert_eq!(families(&most), (2..n).collect::<Vec<_>>());
         // Drawn again with the same seed, the same samples.
         let again = |seed| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            spread_samples(&t, 2 * n, 40 * n, &mut HashSet::new(), &mut rng)
+            spread_samples(&t, 2 * n, 40 * n, &mut Texts::default(), &mut rng)
                 .iter()
                 .map(|s| s.trace.to_string())
                 .collect::<Vec<_>>()

@@ -1,5 +1,6 @@
 //! A tuning task: one workload on one target, its design space, and what the job knows of its candidates.
 
+use crate::search::Texts;
 use scaletune_codegen::target::Target;
 use scaletune_space::design::{DesignSpace, Sample};
 use scaletune_space::trace::Trace;
@@ -62,7 +63,7 @@ pub struct Task {
     /// The design space.
     pub space: DesignSpace,
     /// Trace texts measured already (by any job): never proposed again.
-    pub measured: HashSet<String>,
+    pub measured: Texts,
     /// The best measured samples, best first (at most [`ELITES`]).
     pub elites: Vec<Scored>,
     /// Per design-space trace, its best measured samples, best first (at
@@ -107,7 +108,7 @@ impl Task {
             weight,
             vls,
             space,
-            measured: HashSet::new(),
+            measured: Texts::default(),
             elites: Vec::new(),
             family_best: BTreeMap::new(),
             family_tries: BTreeMap::new(),
