@@ -109,7 +109,7 @@ pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
 /// Features of samples by trace text, computed once each, on every core.
 #[derive(Debug, Default)]
 pub struct FeatureCache {
-    known: HashMap<Arc<str>, Option<Arc<[f32]>>>,
+    known: rustc_hash::FxHashMap<Arc<str>, Option<Arc<[f32]>>>,
 }
 
 impl FeatureCache {
@@ -118,7 +118,7 @@ impl FeatureCache {
     /// most of a proposal's time) and added.
     pub fn features(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Arc<[f32]>>> {
         let keys: Vec<&Arc<str>> = samples.iter().map(|s| s.text()).collect();
-        let mut pending: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut pending: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
         let todo: Vec<usize> =
             (0..keys.len()).filter(|&i| !self.known.contains_key(keys[i]) && pending.insert(keys[i])).collect();
         // On the process's pool of threads, which live on, and with them
