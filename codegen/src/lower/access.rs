@@ -6,7 +6,11 @@ use scaletune_space::expr::{linear_in, Expr};
 use scaletune_space::ids::{BlockId, TensorId, VarId};
 use scaletune_space::workload::Access;
 use scaletune_space::DType;
+use smallvec::SmallVec;
 use std::rc::Rc;
+
+/// The terms of a sum (index sums have a handful).
+type Terms<'e> = SmallVec<[&'e Expr; 8]>;
 
 /// Which access of a block: its written element ([`LHS`]) or its `n`-th
 /// read (in the order [`Lowerer::value`] visits them).
@@ -76,9 +80,9 @@ impl Lowerer {
     /// (an `or disjoint` that SCEV reads as an add) and strength reduction
     /// turns it into a pointer increment instead of recomputing it per access.
     fn sum_index(&mut self, e: &Expr) -> Result<Reg> {
-        let mut terms = Vec::new();
+        let mut terms = SmallVec::new();
         flatten_sum(e, &mut terms);
-        let mut emitted = Vec::with_capacity(terms.len());
+        let mut emitted: SmallVec<[(Option<u32>, Reg); 8]> = SmallVec::with_capacity(terms.len());
         for t in terms {
             let mut depth = None;
             t.for_each_var(&mut |v| depth = depth.max(self.vars.get(&v).map(|r| r.0)));
@@ -216,7 +220,7 @@ impl Lowerer {
 }
 
 /// The terms of a (nested) sum, left to right.
-fn flatten_sum<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+fn flatten_sum<'e>(e: &'e Expr, out: &mut Terms<'e>) {
     match e {
         Expr::Add(a, b) => {
             flatten_sum(a, out);

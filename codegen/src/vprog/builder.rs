@@ -43,6 +43,10 @@ pub struct Builder {
     const_of: Vec<Option<i64>>,
     /// Maps of closed lists, cleared, for the next lists to reuse.
     spare: Vec<(ListConsts, ListOps)>,
+    /// Statement buffers of closed lists, emptied, for the next lists to
+    /// reuse: a list grows in its buffer and is copied out once, at its
+    /// exact size, when it closes.
+    spare_lists: Vec<Vec<Stmt>>,
 }
 
 impl Builder {
@@ -61,6 +65,7 @@ impl Builder {
             ops: vec![FxHashMap::default()],
             const_of: Vec::new(),
             spare: Vec::new(),
+            spare_lists: Vec::new(),
         }
     }
 
@@ -245,7 +250,7 @@ impl Builder {
 
     /// Opens a nested body (for `if` branches or loops built by hand).
     pub fn begin_body(&mut self) {
-        self.stack.push(Vec::new());
+        self.stack.push(self.spare_lists.pop().unwrap_or_default());
         let (consts, ops) = self.spare.pop().unwrap_or_default();
         self.consts.push(consts);
         self.ops.push(ops);
@@ -259,7 +264,10 @@ impl Builder {
             ops.clear();
             self.spare.push((consts, ops));
         }
-        self.stack.pop().expect("checked above")
+        let mut buf = self.stack.pop().expect("checked above");
+        let list: Vec<Stmt> = buf.drain(..).collect();
+        self.spare_lists.push(buf);
+        list
     }
 
     /// Finishes the program.

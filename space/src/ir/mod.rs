@@ -93,7 +93,7 @@ pub enum LoopKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VarInfo {
     /// Unique name within the nest.
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     /// The variable ranges over `0..extent` (constants and vscale only).
     pub extent: Expr,
 }
@@ -280,13 +280,13 @@ impl Nest {
     /// Creates a variable with a name unique in the nest (suffixing `_1`, `_2`, ...).
     pub fn new_var(&mut self, base: &str, extent: Expr) -> VarId {
         let name = self.unique_name(base);
-        self.vars.push(VarInfo { name, extent });
+        self.vars.push(VarInfo { name: name.into(), extent });
         VarId(self.vars.len() as u32 - 1)
     }
 
     /// A variable name not yet used in the nest.
     pub fn unique_name(&self, base: &str) -> String {
-        let taken = |n: &str| self.vars.iter().any(|v| v.name == n);
+        let taken = |n: &str| self.vars.iter().any(|v| &*v.name == n);
         if !taken(base) {
             return base.to_string();
         }

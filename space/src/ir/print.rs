@@ -7,13 +7,13 @@ use std::fmt::{self, Write};
 impl Nest {
     /// Displays an expression with this nest's variable and tensor names.
     pub fn expr_text(&self, e: &Expr) -> String {
-        let var = |v: VarId| self.var(v).name.clone();
+        let var = |v: VarId| self.var(v).name.to_string();
         let tensor = |t: TensorId| self.tensor(t).name.clone();
         e.display(&var, &tensor).to_string()
     }
 
     fn names_text<R>(&self, f: impl FnOnce(&Names) -> R) -> R {
-        let var = |v: VarId| self.var(v).name.clone();
+        let var = |v: VarId| self.var(v).name.to_string();
         let tensor = |t: TensorId| self.tensor(t).name.clone();
         let scalar = |i: usize| self.scalars[i].name.clone();
         f(&Names { var: &var, tensor: &tensor, scalar: &scalar })

@@ -21,19 +21,23 @@ impl RangeCtx for Nest {
 impl Nest {
     /// Enclosing loops of a node, outermost first.
     pub fn ancestors(&self, n: Node) -> Vec<LoopId> {
-        let mut out = Vec::new();
-        let mut p = self.parent_of(n);
-        while let Some(l) = p {
-            out.push(l);
-            p = self.loop_(l).parent;
-        }
+        // Sized first: lowering and replay ask for ancestors by the
+        // hundred thousand, and growing the vector loop by loop was most
+        // of their cost.
+        let mut out = Vec::with_capacity(self.enclosing(n).count());
+        out.extend(self.enclosing(n));
         out.reverse();
         out
     }
 
+    /// Enclosing loops of a node, innermost first.
+    fn enclosing(&self, n: Node) -> impl Iterator<Item = LoopId> + '_ {
+        std::iter::successors(self.parent_of(n), |l| self.loop_(*l).parent)
+    }
+
     /// True if `l` encloses node `n` (strictly).
     pub fn encloses(&self, l: LoopId, n: Node) -> bool {
-        self.ancestors(n).contains(&l)
+        self.enclosing(n).any(|a| a == l)
     }
 
     /// Every block inside a node (itself if a block), in execution order.
