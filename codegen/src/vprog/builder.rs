@@ -265,7 +265,8 @@ impl Builder {
             self.spare.push((consts, ops));
         }
         let mut buf = self.stack.pop().expect("checked above");
-        let list: Vec<Stmt> = buf.drain(..).collect();
+        let mut list = Vec::with_capacity(buf.len());
+        list.append(&mut buf);
         self.spare_lists.push(buf);
         list
     }
