@@ -128,7 +128,7 @@ impl Expr {
     }
 
     /// True if `pred` holds for this node or any sub-expression.
-    pub fn any(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
+    pub fn any<F: Fn(&Expr) -> bool + ?Sized>(&self, pred: &F) -> bool {
         pred(self)
             || match self.parts() {
                 Parts::Leaf => false,
