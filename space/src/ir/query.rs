@@ -21,9 +21,8 @@ impl RangeCtx for Nest {
 impl Nest {
     /// Enclosing loops of a node, outermost first.
     pub fn ancestors(&self, n: Node) -> Vec<LoopId> {
-        // Sized first: lowering and replay ask for ancestors by the
-        // hundred thousand, and growing the vector loop by loop was most
-        // of their cost.
+        // Sized first, so the vector is allocated once: lowering and replay
+        // ask for ancestors by the hundred thousand.
         let mut out = Vec::with_capacity(self.enclosing(n).count());
         out.extend(self.enclosing(n));
         out.reverse();
