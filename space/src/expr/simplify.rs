@@ -17,7 +17,11 @@ thread_local! {
 
 /// [`to_poly`], remembered (see [`super::memo`]).
 fn poly_of(e: &Expr, ctx: &dyn RangeCtx) -> Poly {
-    cached(&POLYS, e, ctx, to_poly)
+    match e {
+        Expr::Add(..) | Expr::Sub(..) | Expr::Mul(..) => cached(&POLYS, e, ctx, to_poly),
+        // Leaves need no memo, and other nodes are remembered by `to_poly`.
+        _ => to_poly(e, ctx),
+    }
 }
 
 /// Structural conversion to a polynomial, without range reasoning:
@@ -93,6 +97,22 @@ fn to_poly(e: &Expr, ctx: &dyn RangeCtx) -> Poly {
         Expr::Add(a, b) => to_poly(a, ctx).add(&to_poly(b, ctx)),
         Expr::Sub(a, b) => to_poly(a, ctx).sub(&to_poly(b, ctx)),
         Expr::Mul(a, b) => to_poly(a, ctx).mul(&to_poly(b, ctx)),
+        // The nodes that need range proofs, remembered on their own: the
+        // same divisions of fused and split loop variables recur inside
+        // many different index sums.
+        _ => poly_of_node(e, ctx),
+    }
+}
+
+/// [`to_poly_node`], remembered.
+fn poly_of_node(e: &Expr, ctx: &dyn RangeCtx) -> Poly {
+    cached(&POLYS, e, ctx, to_poly_node)
+}
+
+/// [`to_poly`] of a node that is not a sum, difference, product or leaf.
+fn to_poly_node(e: &Expr, ctx: &dyn RangeCtx) -> Poly {
+    match e {
+        Expr::Int(_) | Expr::Var(_) | Expr::VScale | Expr::Add(..) | Expr::Sub(..) | Expr::Mul(..) => to_poly(e, ctx),
         Expr::FloorDiv(a, b) | Expr::FloorMod(a, b) | Expr::CeilDiv(a, b) => {
             let (pa, pb) = (to_poly(a, ctx), to_poly(b, ctx));
             divide(e, pa, pb, ctx)

@@ -245,3 +245,26 @@ proptest! {
         prop_assert_eq!(a.add(&b), termwise);
     }
 }
+
+/// Remembered results depend on the context's answers, also when a
+/// division inside a larger expression was remembered on its own first:
+/// `floordiv(a, 8)` is 0 when `a` ranges over 8 values, not over 16.
+#[test]
+fn remembered_divisions_are_reused_only_under_the_same_ranges() {
+    let narrow = ctx(&[("a", "8"), ("b", "4")], &[1]);
+    let wide = ctx(&[("a", "16"), ("b", "4")], &[1]);
+    let wider_b = ctx(&[("a", "8"), ("b", "5")], &[1]);
+    // The division alone, then inside sums (a hit on the remembered division).
+    assert_eq!(simp(&narrow, "floordiv(a, 8)"), "0");
+    assert_eq!(simp(&narrow, "b + floordiv(a, 8)"), "b");
+    assert_eq!(simp(&narrow, "b*8 + floordiv(a, 8) + floormod(a, 8)"), "a + b*8");
+    // The same expressions where `a` ranges further: nothing reused wrongly.
+    assert_eq!(simp(&wide, "b + floordiv(a, 8)"), "b + floordiv(a, 8)");
+    assert_eq!(simp(&wide, "b*8 + floordiv(a, 8) + floormod(a, 8)"), "b*8 + floordiv(a, 8) + floormod(a, 8)");
+    assert_eq!(simp(&wide, "floordiv(a, 8)"), "floordiv(a, 8)");
+    // A range the division never asked about changes nothing.
+    assert_eq!(simp(&wider_b, "b + floordiv(a, 8)"), "b");
+    // And back: the narrow results again.
+    assert_eq!(simp(&narrow, "b + floordiv(a, 8)"), "b");
+    assert_eq!(simp(&narrow, "floordiv(a, 8)"), "0");
+}
