@@ -313,6 +313,9 @@ mod tests {
                 assert!(!m.trace.has_undecided(), "{reference}");
                 let mut n = space.nest.clone();
                 m.trace.apply(&mut n).expect("a structural mutant replays");
+                // Its nest (made after the parent's replayed prefix) is its trace's.
+                assert_eq!(n.to_string(), m.nest.to_string(), "{reference}");
+                assert_eq!(**m.text(), m.trace.to_string(), "{reference}");
                 // The vector kind is decided first, before any branch: kept.
                 assert_eq!(m.trace.insts[0], s.trace.insts[0], "{reference}");
                 reached.extend(space.traces[m.space_trace].choices.iter().map(|c| (c.key.clone(), c.value.clone())));
