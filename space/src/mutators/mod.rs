@@ -70,8 +70,8 @@ pub trait Mutator {
     /// one are not replayed again; only the rest is.
     fn mutate(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest)> {
         for _ in 0..8 {
-            let (t, i, (mut n, env)) = self.decide(trace, nest, rng)?;
-            if t.apply_from(i, &mut n, env).is_ok() {
+            let (t, i, before) = self.decide(trace, nest, rng)?;
+            if let Some((t, n, _)) = replay_from(t, i, before) {
                 return Some((t, n));
             }
         }
@@ -122,7 +122,9 @@ pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace
 
 /// A mutant of a sample whose decisions are made and whose text is printed,
 /// but which is not replayed yet: a search drops one that repeats a known
-/// candidate (by [`Decided::text`]) before paying for its replay.
+/// candidate (by [`Decided::text`]) before paying for its replay. Replaying
+/// may repair a later perfect tiling whose loop's extent the change moved;
+/// that sample's text is then printed again, and differs from the draft's.
 pub struct Decided {
     space_trace: usize,
     trace: Trace,
@@ -133,7 +135,8 @@ pub struct Decided {
 }
 
 impl Decided {
-    /// The mutated trace as text: the text of the sample [`Decided::replay`] gives.
+    /// The mutated trace as text: the text of the sample [`Decided::replay`]
+    /// gives, unless the replay repairs a later decision.
     pub fn text(&self) -> &Arc<str> {
         &self.text
     }
@@ -146,10 +149,28 @@ impl Decided {
     /// The sample, the instructions from the changed one on replayed; `None`
     /// if they do not apply.
     pub fn replay(self) -> Option<Sample> {
-        let Decided { space_trace, trace, text, from, before: (mut nest, env), .. } = self;
-        trace.apply_from(from, &mut nest, env).ok()?;
-        Some(Sample::with_text(space_trace, trace, nest, 0, text))
+        let Decided { space_trace, trace, text, from, before, .. } = self;
+        let (trace, nest, repaired) = replay_from(trace, from, before)?;
+        Some(match repaired {
+            false => Sample::with_text(space_trace, trace, nest, 0, text),
+            true => Sample::new(space_trace, trace, nest, 0),
+        })
     }
+}
+
+/// `trace` replayed from instruction `from` on `before` (the nest and
+/// bindings of the instructions before it), with the perfect tilings after
+/// it whose loops' extents the change moved given the nearest decisions that
+/// fit ([`Trace::apply_repairing_from`]): the trace as replayed, its nest,
+/// and whether any decision was repaired. `None` if it does not apply.
+fn replay_from(mut trace: Trace, from: usize, before: (Nest, Bindings)) -> Option<(Trace, Nest, bool)> {
+    let (mut nest, env) = before;
+    let (repaired, _) = trace.apply_repairing_from(from, &mut nest, env).ok()?;
+    let any = !repaired.is_empty();
+    for (i, inst) in repaired {
+        trace.insts[i] = inst;
+    }
+    Some((trace, nest, any))
 }
 
 /// A mutant in the making: a sample already made (a structural move
@@ -163,7 +184,8 @@ pub enum Draft {
 }
 
 impl Draft {
-    /// The text of the sample this draft is or becomes.
+    /// The text of the sample this draft is or (unless its replay repairs
+    /// a decision, see [`Decided`]) becomes.
     pub fn text(&self) -> &Arc<str> {
         match self {
             Draft::Ready(s, _) => s.text(),
@@ -293,6 +315,62 @@ mod tests {
         DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::sve_any()).with_kinds(kinds))
     }
 
+    /// A tile-size mutant that moves a factor into or out of the loops the
+    /// parallel rule fuses no longer fits the recorded chunk decision. It
+    /// replays with that decision repaired, and only that one: the chunk
+    /// count kept where it divides the new extent, its text printed again,
+    /// its nest the trace's. Mutants that fit replay unchanged.
+    #[test]
+    fn tile_mutants_that_resize_the_parallel_loop_replay_with_its_chunks_repaired() {
+        let space = space_of("matmul:M=64,N=96,K=32");
+        let nest = &space.nest;
+        let mut rng = task_rng(9, 0);
+        let (mut repaired, mut kept_chunks, mut unchanged) = (0, 0, 0);
+        for _ in 0..120 {
+            let s = space.sample(&mut rng).expect("samples");
+            let Some((t, from, before)) = MutateTileSize.decide(&s.trace, nest, &mut rng) else { continue };
+            let fits = {
+                let (mut n, env) = before.clone();
+                t.apply_from(from, &mut n, env).is_ok()
+            };
+            let d = Decided {
+                space_trace: s.space_trace,
+                trace: t.clone(),
+                text: respliced(s.text(), from, &t),
+                from,
+                before,
+                name: "tile-size",
+            };
+            let m = d.replay().expect("a tile-size mutant replays, repaired if need be");
+            let mut n = nest.clone();
+            m.trace.apply(&mut n).expect("the replayed trace applies as it is");
+            assert_eq!(n.to_string(), m.nest.to_string());
+            assert_eq!(**m.text(), m.trace.to_string());
+            if fits {
+                assert_eq!(m.trace, t, "a mutant that fits is not repaired");
+                unchanged += 1;
+                continue;
+            }
+            let changed: Vec<usize> = (0..t.insts.len()).filter(|i| m.trace.insts[*i] != t.insts[*i]).collect();
+            assert!(!changed.is_empty());
+            for i in changed {
+                assert!(i > from && tile::feeds_parallel(&t, i), "only the chunk tiling is repaired: {i}");
+                let (
+                    Inst::SamplePerfectTile { decision: Some(old), max_innermost_factor: max, .. },
+                    Inst::SamplePerfectTile { decision: Some(new), .. },
+                ) = (&t.insts[i], &m.trace.insts[i])
+                else {
+                    panic!("a perfect tiling stays one")
+                };
+                let extent: i64 = new.iter().product();
+                assert_eq!(Some(new), crate::sample::repair_perfect(extent, new.len(), *max, old).as_ref());
+                kept_chunks += usize::from(extent % old[0] == 0 && new[0] == old[0]);
+            }
+            repaired += 1;
+        }
+        assert!(repaired >= 5 && unchanged >= 5 && kept_chunks >= 1, "{repaired} {unchanged} {kept_chunks}");
+    }
+
     #[test]
     fn structural_moves_reach_every_option_and_keep_shared_decisions() {
         // matmul_bt: gather strategy (tiling) and reuse; paged_read: gather
@@ -352,19 +430,26 @@ mod tests {
             let s = space.sample(&mut rng).expect("samples");
             let draft = draft_mutant(&space, &s, &mut rng).expect("a draft");
             let text = draft.text().to_string();
-            match &draft {
+            let drafted = match &draft {
                 Draft::Decided(d) => {
                     decided += 1;
                     assert_ne!(d.name(), structure::NAME);
+                    Some(d.trace.clone())
                 }
                 Draft::Ready(_, name) => {
                     ready += 1;
                     assert_eq!(*name, structure::NAME);
+                    None
                 }
-            }
+            };
             let Some((m, _)) = draft.finish() else { continue };
-            assert_eq!(**m.text(), text);
-            assert_eq!(m.trace.to_string(), text);
+            assert_eq!(m.trace.to_string(), **m.text());
+            if **m.text() != text {
+                // Only a replay that repaired the parallel loop's chunks changes the text.
+                let t = drafted.expect("a structural mutant is ready as drafted");
+                let changed: Vec<usize> = (0..t.insts.len()).filter(|i| t.insts[*i] != m.trace.insts[*i]).collect();
+                assert!(!changed.is_empty() && changed.iter().all(|i| tile::feeds_parallel(&t, *i)), "{changed:?}");
+            }
             let mut n = space.nest.clone();
             m.trace.apply(&mut n).expect("replays");
             assert_eq!(n.to_string(), m.nest.to_string());

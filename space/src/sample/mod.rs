@@ -10,7 +10,7 @@ mod perfect;
 mod tile;
 
 pub use categorical::{check_categorical, sample_categorical};
-pub use perfect::{count_perfect, perfect_domain_ok, sample_perfect};
+pub use perfect::{count_perfect, perfect_domain_ok, repair_perfect, sample_perfect};
 pub use tile::{lanes_per_granule, TileChoice, TileDomain};
 
 use rand::SeedableRng;

@@ -132,10 +132,84 @@ pub fn perfect_domain_ok(extent: i64, n: usize, max_innermost: i64, decision: &[
     Ok(())
 }
 
+/// The decision nearest to `decision` that tiles `extent` perfectly, for a
+/// recorded decision whose loop's extent changed (a mutant's earlier tile
+/// sizes moved a factor into or out of a fused loop): from the outermost
+/// level in, each level keeps the largest divisor of its factor that still
+/// divides what is left of the extent, and the innermost level takes the
+/// rest. Splitting off a parallel loop, this keeps the number of chunks
+/// whenever it divides the new extent. If that rest exceeds
+/// `max_innermost`, the levels are kept from the innermost out instead and
+/// the outermost takes the rest (the innermost factor then divides the old
+/// one, so it is within the limit). `None` if the decision has the wrong
+/// number of factors or a factor below 1, or its innermost factor exceeds
+/// the limit.
+pub fn repair_perfect(extent: i64, n: usize, max_innermost: i64, decision: &[i64]) -> Option<Vec<i64>> {
+    if extent < 1 || decision.len() != n || n == 0 || decision.iter().any(|f| *f < 1) || decision[n - 1] > max_innermost
+    {
+        return None;
+    }
+    let keep = |levels: &mut dyn Iterator<Item = &i64>| -> (Vec<i64>, i64) {
+        let mut rest = extent;
+        let kept = levels
+            .map(|f| {
+                let k = gcd(*f, rest);
+                rest /= k;
+                k
+            })
+            .collect();
+        (kept, rest)
+    };
+    let (mut outer_first, rest) = keep(&mut decision[..n - 1].iter());
+    if rest <= max_innermost {
+        outer_first.push(rest);
+        return Some(outer_first);
+    }
+    let (inner_first, rest) = keep(&mut decision[1..].iter().rev());
+    Some(std::iter::once(rest).chain(inner_first.into_iter().rev()).collect())
+}
+
+fn gcd(mut a: i64, mut b: i64) -> i64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn a_repaired_decision_tiles_the_new_extent_and_keeps_outer_factors() {
+        // The extent grew by 2: the outer factor (the chunks) stays.
+        assert_eq!(repair_perfect(24, 2, 64, &[4, 3]), Some(vec![4, 6]));
+        // It shrank by 2 and the outer factor still divides it: kept.
+        assert_eq!(repair_perfect(6, 2, 64, &[2, 6]), Some(vec![2, 3]));
+        // It no longer divides it: its largest divisor that does.
+        assert_eq!(repair_perfect(18, 2, 64, &[4, 3]), Some(vec![2, 9]));
+        // More levels: each keeps what still divides the rest.
+        assert_eq!(repair_perfect(40, 3, 64, &[4, 6, 1]), Some(vec![4, 2, 5]));
+        // An unchanged extent leaves a valid decision as it is.
+        assert_eq!(repair_perfect(12, 3, 64, &[2, 3, 2]), Some(vec![2, 3, 2]));
+        // The rest over the innermost limit: kept from the innermost out.
+        assert_eq!(repair_perfect(7, 2, 4, &[2, 1]), Some(vec![7, 1]));
+        assert_eq!(repair_perfect(64, 2, 8, &[4, 4]), Some(vec![16, 4]));
+        assert_eq!(repair_perfect(96, 3, 4, &[2, 3, 4]), Some(vec![8, 3, 4]));
+        // A malformed decision, or one already over the limit: none.
+        assert_eq!(repair_perfect(64, 2, 8, &[4, 16]), None);
+        assert_eq!(repair_perfect(12, 2, 64, &[4, 3, 1]), None);
+        assert_eq!(repair_perfect(12, 2, 64, &[0, 3]), None);
+        // Every repair is a perfect tiling of the extent within the limit.
+        for extent in 1..=60 {
+            for d in [[1, 1, 1], [2, 3, 4], [8, 1, 2], [5, 5, 5]] {
+                if let Some(r) = repair_perfect(extent, 3, 16, &d) {
+                    assert_eq!(perfect_domain_ok(extent, 3, 16, &r), Ok(()), "{extent} {d:?} -> {r:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn counts_match_enumeration() {

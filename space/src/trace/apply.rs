@@ -24,6 +24,9 @@ pub(super) struct Env<'a> {
     pub(super) names: &'a [String],
     pub(super) line: Option<usize>,
     pub(super) inst: &'a Inst,
+    /// Adjust a recorded perfect tiling whose loop's extent changed
+    /// ([`Trace::apply_repairing_from`]) instead of refusing it.
+    pub(super) repair: bool,
 }
 
 impl Env<'_> {
@@ -151,6 +154,24 @@ impl Trace {
         self.run(start, nest, env, None).map(|(_, vars, _)| vars)
     }
 
+    /// Like [`Trace::apply_from`], except that a recorded perfect tiling
+    /// that no longer multiplies to its loop's extent gets the nearest
+    /// decision that does ([`crate::sample::repair_perfect`]) instead of
+    /// failing: a mutant whose tile sizes move a factor into or out of a
+    /// loop that is later fused and split (the parallel rule's chunks) still
+    /// replays. Returns the instructions whose decisions changed (by index),
+    /// and the bindings.
+    pub fn apply_repairing_from(
+        &self,
+        start: usize,
+        nest: &mut Nest,
+        env: Bindings,
+    ) -> Result<(Vec<(usize, Inst)>, Bindings), TraceError> {
+        let (decided, vars, _) = self.run_with(start, nest, env, None, true)?;
+        let changed = decided.into_iter().filter(|(i, inst)| *inst != self.insts[*i]).collect();
+        Ok((changed, vars))
+    }
+
     /// Applies the trace, drawing every missing decision from `rng` (recorded
     /// decisions are replayed and checked). Returns the trace with all
     /// decisions filled in, which replays to the same nest without the RNG.
@@ -191,7 +212,19 @@ impl Trace {
         start: usize,
         nest: &mut Nest,
         env: Bindings,
+        rng: Option<&mut ChaCha8Rng>,
+    ) -> Result<RunOutcome, TraceError> {
+        self.run_with(start, nest, env, rng, false)
+    }
+
+    /// [`Trace::run`], repairing perfect tilings if `repair`.
+    fn run_with(
+        &self,
+        start: usize,
+        nest: &mut Nest,
+        env: Bindings,
         mut rng: Option<&mut ChaCha8Rng>,
+        repair: bool,
     ) -> Result<RunOutcome, TraceError> {
         let mut vars = env;
         let mut sizes = Vec::new();
@@ -201,7 +234,7 @@ impl Trace {
         let mut within_limits = false;
         for (i, inst) in self.insts.iter().enumerate().skip(start) {
             let varying = prov.before(inst, &vars, nest);
-            let mut env = Env { vars, names: &self.names, line: self.lines.get(i).copied(), inst };
+            let mut env = Env { vars, names: &self.names, line: self.lines.get(i).copied(), inst, repair };
             let (decided, size) = super::step::step(&mut env, nest, rng.as_deref_mut())?;
             if let Some(d) = decided {
                 out.push((i, d));

@@ -16,6 +16,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use scaletune_space::design::Sample;
 use scaletune_space::mutators::Draft;
+use std::sync::Arc;
 
 /// Trace texts (a candidate's identity): the ones a task measured, and the
 /// ones a proposal has seen. Fx-hashed: a proposal looks up thousands of
@@ -90,7 +91,10 @@ pub fn spread_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, 
 /// `make` may give drafts (mutants whose decisions are made but not
 /// replayed, [`Draft`]): a draft whose text repeats a known candidate is
 /// dropped before its replay, the costly part, and only new ones are
-/// replayed. `seen` also gets the texts of drafts that did not replay.
+/// replayed. `seen` also gets the texts of drafts that did not replay. A
+/// replay that repairs a decision gives a sample of another text, which is
+/// checked (and added) in turn: no sample returned repeats a known one or
+/// another.
 pub fn new_samples<C: Candidate>(
     task: &Task,
     n: usize,
@@ -110,18 +114,20 @@ pub fn discard(samples: Vec<Sample>) {
 
 /// What [`new_samples`] makes: a sample, or a draft of one to finish.
 pub trait Candidate: Send + Sized {
-    /// The text of the sample this is or becomes (its identity).
+    /// The text of the sample this is or, usually, becomes (its identity;
+    /// a finished sample of another text is checked again).
     fn text(&self) -> &str;
-    /// The sample; `None` if it cannot be finished.
-    fn finish(self) -> Option<Sample>;
+    /// The sample, and whether its text is [`Candidate::text`]; `None` if
+    /// it cannot be finished.
+    fn finish(self) -> Option<(Sample, bool)>;
 }
 
 impl Candidate for Sample {
     fn text(&self) -> &str {
         Sample::text(self)
     }
-    fn finish(self) -> Option<Sample> {
-        Some(self)
+    fn finish(self) -> Option<(Sample, bool)> {
+        Some((self, true))
     }
 }
 
@@ -129,8 +135,12 @@ impl Candidate for Draft {
     fn text(&self) -> &str {
         Draft::text(self)
     }
-    fn finish(self) -> Option<Sample> {
-        Draft::finish(self).map(|(s, _)| s)
+    fn finish(self) -> Option<(Sample, bool)> {
+        let text = Arc::clone(Draft::text(&self));
+        Draft::finish(self).map(|(s, _)| {
+            let kept = Arc::ptr_eq(&text, s.text()) || text == *s.text();
+            (s, kept)
+        })
     }
 }
 
@@ -168,8 +178,16 @@ fn new_candidates<C: Candidate>(
                 picked.push(c);
             }
         }
-        let finished: Vec<Option<Sample>> = picked.into_par_iter().map(C::finish).collect();
-        out.extend(finished.into_iter().flatten());
+        let finished: Vec<Option<(Sample, bool)>> = picked.into_par_iter().map(C::finish).collect();
+        for (s, kept_text) in finished.into_iter().flatten() {
+            if !kept_text {
+                if task.measured.contains(&**s.text()) || seen.contains(&**s.text()) {
+                    continue;
+                }
+                seen.insert(s.text().to_string());
+            }
+            out.push(s);
+        }
     }
     out
 }
@@ -196,9 +214,9 @@ mod tests {
         fn text(&self) -> &str {
             self.0.text()
         }
-        fn finish(self) -> Option<Sample> {
+        fn finish(self) -> Option<(Sample, bool)> {
             self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Some(self.0)
+            Some((self.0, true))
         }
     }
 
@@ -221,6 +239,41 @@ mod tests {
         let mut want: Vec<&str> = pool[..4].iter().map(|s| &**s.text()).collect();
         want.sort_unstable();
         assert_eq!(texts, want);
+    }
+
+    /// A candidate that finishes as another sample (a draft whose replay
+    /// repaired a decision).
+    struct Retexted(Sample, Sample);
+
+    impl Candidate for Retexted {
+        fn text(&self) -> &str {
+            self.0.text()
+        }
+        fn finish(self) -> Option<(Sample, bool)> {
+            Some((self.1, false))
+        }
+    }
+
+    /// A finished candidate of another text is checked again: dropped if
+    /// that text is measured, seen or finished before, else kept and seen.
+    #[test]
+    fn candidates_finished_under_another_text_are_checked_again() {
+        let mut t = task();
+        let pool = fresh_samples(&t, 7, 70, &mut Texts::default(), &mut ChaCha8Rng::seed_from_u64(4));
+        assert_eq!(pool.len(), 7);
+        t.observe(&pool[5], Some(1.0), 0);
+        let mut seen: Texts = Texts::from_iter([pool[4].text().to_string()]);
+        // Drafts 0..4 finishing as 6 (new), 4 (seen), 5 (measured) and 6 (finished before).
+        let finished_as = [6, 4, 5, 6];
+        let got = new_candidates(&t, 4, 4, &mut seen, &mut ChaCha8Rng::seed_from_u64(6), |j, _| {
+            Some(Retexted(pool[j].clone(), pool[finished_as[j]].clone()))
+        });
+        let texts: Vec<&str> = got.iter().map(|s| &**s.text()).collect();
+        assert_eq!(texts, [&**pool[6].text()]);
+        // The drafts' texts and the kept sample's are seen now.
+        for k in [0, 1, 2, 3, 4, 6] {
+            assert!(seen.contains(&**pool[k].text()), "{k}");
+        }
     }
 
     /// Mutants made as drafts: none repeats a measured or already seen

@@ -4,7 +4,7 @@ use super::Stepped;
 use crate::expr::{simplify, Expr};
 use crate::ids::LoopId;
 use crate::ir::Nest;
-use crate::sample::{count_perfect, perfect_domain_ok, sample_perfect};
+use crate::sample::{count_perfect, perfect_domain_ok, repair_perfect, sample_perfect};
 use crate::trace::apply::Env;
 use crate::trace::{Inst, TraceError, TraceErrorKind, Value};
 use rand_chacha::ChaCha8Rng;
@@ -43,10 +43,14 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
         ));
     };
     let d = match (decision, rng) {
-        (Some(d), _) => {
-            perfect_domain_ok(extent, *n, *max_innermost_factor, d).map_err(|e| env.sample_err(e))?;
-            d.clone()
-        }
+        (Some(d), _) => match perfect_domain_ok(extent, *n, *max_innermost_factor, d) {
+            Ok(()) => d.clone(),
+            // Only a changed extent is repaired: any other fault stays one.
+            Err(e) => match repair_perfect(extent, *n, *max_innermost_factor, d) {
+                Some(r) if env.repair && d.iter().try_fold(1i64, |a, f| a.checked_mul(*f)) != Some(extent) => r,
+                _ => return Err(env.sample_err(e)),
+            },
+        },
         (None, Some(r)) => sample_perfect(extent, *n, *max_innermost_factor, r).map_err(|e| env.sample_err(e))?,
         (None, None) => return Err(env.no_decision()),
     };
