@@ -120,7 +120,11 @@ pub fn perfect_domain_ok(extent: i64, n: usize, max_innermost: i64, decision: &[
     if decision.iter().any(|f| *f < 1) {
         return Err(SampleError(format!("decision {decision:?} has a factor below 1")));
     }
-    let product: i64 = decision.iter().product();
+    let Some(product) = decision.iter().try_fold(1i64, |a, f| a.checked_mul(*f)) else {
+        return Err(SampleError(format!(
+            "decision {decision:?} multiplies beyond 64 bits, but the loop's extent is {extent}"
+        )));
+    };
     if product != extent {
         return Err(SampleError(format!(
             "decision {decision:?} multiplies to {product}, but the loop's extent is {extent}"
@@ -201,6 +205,9 @@ mod tests {
         assert_eq!(repair_perfect(64, 2, 8, &[4, 16]), None);
         assert_eq!(repair_perfect(12, 2, 64, &[4, 3, 1]), None);
         assert_eq!(repair_perfect(12, 2, 64, &[0, 3]), None);
+        // A product beyond 64 bits is a fault, not a wrap-around.
+        let huge = [1i64 << 62, 8];
+        assert!(perfect_domain_ok(0, 2, 8, &huge).is_err_and(|e| e.0.contains("beyond 64 bits")));
         // Every repair is a perfect tiling of the extent within the limit.
         for extent in 1..=60 {
             for d in [[1, 1, 1], [2, 3, 4], [8, 1, 2], [5, 5, 5]] {

@@ -46,10 +46,13 @@ pub(super) fn step(env: &mut Env, nest: &mut Nest, rng: Option<&mut ChaCha8Rng>)
         (Some(d), _) => match perfect_domain_ok(extent, *n, *max_innermost_factor, d) {
             Ok(()) => d.clone(),
             // Only a changed extent is repaired: any other fault stays one.
-            Err(e) => match repair_perfect(extent, *n, *max_innermost_factor, d) {
-                Some(r) if env.repair && d.iter().try_fold(1i64, |a, f| a.checked_mul(*f)) != Some(extent) => r,
-                _ => return Err(env.sample_err(e)),
-            },
+            Err(e) => {
+                let moved = d.iter().try_fold(1i64, |a, f| a.checked_mul(*f)) != Some(extent);
+                match (env.repair && moved).then(|| repair_perfect(extent, *n, *max_innermost_factor, d)).flatten() {
+                    Some(r) => r,
+                    None => return Err(env.sample_err(e)),
+                }
+            }
         },
         (None, Some(r)) => sample_perfect(extent, *n, *max_innermost_factor, r).map_err(|e| env.sample_err(e))?,
         (None, None) => return Err(env.no_decision()),
