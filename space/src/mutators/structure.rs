@@ -20,12 +20,14 @@ pub const NAME: &str = "structure";
 /// Number of options on which two traces differ (an option only one of
 /// them has counts as a difference; an option listed twice has its last value).
 pub fn option_distance(a: &[Choice], b: &[Choice]) -> usize {
-    let same_option = |c: &Choice, d: &Choice| c.scope == d.scope && c.key == d.key;
-    // The last entry of its option: the one that counts.
-    let counts = |cs: &[Choice], i: usize| !cs[i + 1..].iter().any(|d| same_option(d, &cs[i]));
-    fn value_in<'c>(cs: &'c [Choice], c: &Choice) -> Option<&'c str> {
-        cs.iter().rev().find(|d| d.scope == c.scope && d.key == c.key).map(|d| d.value.as_str())
+    fn same_option(c: &Choice, d: &Choice) -> bool {
+        c.scope == d.scope && c.key == d.key
     }
+    // The last entry of its option: the one that counts.
+    fn value_in<'c>(cs: &'c [Choice], c: &Choice) -> Option<&'c str> {
+        cs.iter().rev().find(|d| same_option(d, c)).map(|d| d.value.as_str())
+    }
+    let counts = |cs: &[Choice], i: usize| !cs[i + 1..].iter().any(|d| same_option(d, &cs[i]));
     let differing = (0..a.len()).filter(|&i| counts(a, i) && value_in(b, &a[i]) != Some(a[i].value.as_str())).count();
     let only_in_b = (0..b.len()).filter(|&i| counts(b, i) && value_in(a, &b[i]).is_none()).count();
     differing + only_in_b
