@@ -197,7 +197,7 @@ pub fn lower_nest(w: &Workload, nest: &Nest) -> Result<Program, CompileError> {
     Ok(lower(nest, &kernel_symbol(w))?)
 }
 
-/// [`lower_nest`] without the verifier's final check
+/// [`lower_nest`] without the verifier
 /// ([`crate::lower::lower_unverified`]), for reading many candidates' programs.
 pub fn lower_nest_unverified(w: &Workload, nest: &Nest) -> Result<Program, CompileError> {
     Ok(crate::lower::lower_unverified(nest, &kernel_symbol(w))?)

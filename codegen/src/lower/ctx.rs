@@ -73,19 +73,22 @@ pub(crate) type Result<T> = std::result::Result<T, LowerError>;
 /// [`optimize`](crate::vprog::optimize) (invariants out of loops, repeated
 /// computations shared); the interpreter and LLVM both get that program.
 pub fn lower(nest: &Nest, kernel: &str) -> Result<Program> {
-    let prog = lower_unverified(nest, kernel)?;
+    let mut prog = lower_unoptimized(nest, kernel)?;
+    optimize(&mut prog);
     verify(&prog)?;
     Ok(prog)
 }
 
-/// [`lower`] without the final check of the cleaned-up program (the
-/// emitted program is still verified before the clean-up, which relies on
-/// it), for callers that only read the program and lower many candidates:
-/// the search's cost model computes features of thousands per second. A
-/// clean-up bug is still caught when the candidate is compiled, by
-/// [`lower`].
+/// [`lower`] without the verifier, neither of the emitted program nor of
+/// the cleaned-up one, for callers that only read the program and lower
+/// many candidates: the search's cost model computes features of thousands
+/// per second. The program is the one [`lower`] returns when that one is
+/// well-typed; a lowering or clean-up bug is still caught when the
+/// candidate is compiled, by [`lower`]. The clean-up does not depend on the
+/// types being right: it only indexes registers, and every register of an
+/// emitted program was allocated by its builder.
 pub fn lower_unverified(nest: &Nest, kernel: &str) -> Result<Program> {
-    let mut prog = lower_unoptimized(nest, kernel)?;
+    let mut prog = lower_raw(nest, kernel)?;
     optimize(&mut prog);
     Ok(prog)
 }

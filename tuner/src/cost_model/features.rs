@@ -7,7 +7,6 @@
 //! touched and nothing runs, so a feature vector costs a small fraction of
 //! the lowering that precedes it.
 
-use rustc_hash::FxHashMap as HashMap;
 use scaletune_codegen::vprog::{BinOp, BufKind, Const, LoopHint, Op, Program, Reg, Stmt};
 use scaletune_space::ir::Nest;
 use scaletune_space::kind::VectorKind;
@@ -98,10 +97,19 @@ struct Hot {
 }
 
 /// Counts the register-level shape of one innermost loop body (see [`Hot`]).
-fn hot_shape(prog: &Program, body: &[Stmt]) -> (f64, f64, f64) {
-    let mut read = rustc_hash::FxHashSet::default();
-    let mut carried = rustc_hash::FxHashSet::default();
-    let (mut muls, mut loads) = (0.0, 0.0);
+/// `marks` has an entry per register, all zero, and is left so.
+fn hot_shape(prog: &Program, body: &[Stmt], marks: &mut [u8]) -> (f64, f64, f64) {
+    const READ: u8 = 1;
+    const CARRIED: u8 = 2;
+    let (mut muls, mut loads, mut carried) = (0.0, 0.0, 0usize);
+    let mut touched: Vec<Reg> = Vec::new();
+    let mut mark = |r: Reg, bit: u8, marks: &mut [u8]| {
+        let m = &mut marks[r.0 as usize];
+        if *m == 0 {
+            touched.push(r);
+        }
+        *m |= bit;
+    };
     for s in body {
         match s {
             Stmt::Assign { dst, op } => {
@@ -110,21 +118,35 @@ fn hot_shape(prog: &Program, body: &[Stmt]) -> (f64, f64, f64) {
                     Op::Load { .. } | Op::VLoad { .. } | Op::Gather { .. } => loads += 1.0,
                     _ => {}
                 }
-                read.extend(op.operands());
-                if prog.ty(*dst).is_vector() && read.contains(dst) {
-                    carried.insert(*dst);
+                for r in op.operands() {
+                    mark(r, READ, marks);
+                }
+                let m = marks[dst.0 as usize];
+                if prog.ty(*dst).is_vector() && m & READ != 0 && m & CARRIED == 0 {
+                    carried += 1;
+                    mark(*dst, CARRIED, marks);
                 }
             }
-            other => read.extend(other.operands()),
+            other => {
+                for r in other.operands() {
+                    mark(r, READ, marks);
+                }
+            }
         }
     }
-    (muls, carried.len() as f64, loads)
+    for r in touched {
+        marks[r.0 as usize] = 0;
+    }
+    (muls, carried as f64, loads)
 }
 
 struct Walk<'a> {
     prog: &'a Program,
     vscale: u32,
-    known: HashMap<Reg, i64>,
+    /// The value of each register, by number, where it is known.
+    known: Vec<Option<i64>>,
+    /// Scratch marks for [`hot_shape`], by register number.
+    marks: Vec<u8>,
     c: Counts,
 }
 
@@ -145,9 +167,9 @@ impl Walk<'_> {
         let value = match op {
             Op::Const(Const::Int(x, _)) => Some(*x),
             Op::VScale => Some(i64::from(self.vscale)),
-            Op::Copy(a) => self.known.get(a).copied(),
+            Op::Copy(a) => self.known[a.0 as usize],
             Op::Bin(b, x, y) => {
-                let (x, y) = (self.known.get(x).copied(), self.known.get(y).copied());
+                let (x, y) = (self.known[x.0 as usize], self.known[y.0 as usize]);
                 let arith = if vector { &mut self.c.vector_arith } else { &mut self.c.scalar_arith };
                 *arith += w;
                 if self.prog.ty(dst).elem.is_float() {
@@ -204,14 +226,7 @@ impl Walk<'_> {
             }
             Op::Bitcast(..) | Op::Splat(..) | Op::Step(..) | Op::Extract(..) | Op::Const(_) => None,
         };
-        match value {
-            Some(v) => {
-                self.known.insert(dst, v);
-            }
-            None => {
-                self.known.remove(&dst);
-            }
-        }
+        self.known[dst.0 as usize] = value;
     }
 
     /// Walks `body` executed `w` times at loop depth `depth`; returns the
@@ -248,18 +263,14 @@ impl Walk<'_> {
                     bytes += b;
                 }
                 Stmt::Loop { var, start, end, body, hint } => {
-                    let (s, e) = (self.known.get(start).copied(), self.known.get(end).copied());
+                    let (s, e) = (self.known[start.0 as usize], self.known[end.0 as usize]);
                     // Unknown bounds (an edge tile's min, say): count one
                     // iteration, the loop's least.
                     let trip = match (s, e) {
                         (Some(s), Some(e)) => (e - s).max(0) as f64,
                         _ => 1.0,
                     };
-                    if let Some(s) = s {
-                        self.known.insert(*var, s);
-                    } else {
-                        self.known.remove(var);
-                    }
+                    self.known[var.0 as usize] = s;
                     match hint {
                         LoopHint::Unroll(k) => self.c.unroll_product *= f64::from(*k).max(1.0),
                         LoopHint::Parallel => self.c.parallel_extent = self.c.parallel_extent.max(trip),
@@ -268,7 +279,7 @@ impl Walk<'_> {
                     self.c.loop_iterations += w * trip;
                     let inner = self.body(body, w * trip, depth + 1);
                     if !body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
-                        let (muls, accumulators, loads) = hot_shape(self.prog, body);
+                        let (muls, accumulators, loads) = hot_shape(self.prog, body, &mut self.marks);
                         if muls > 0.0 && w * trip * muls > self.c.hot.muls {
                             self.c.hot = Hot { muls: w * trip * muls, accumulators, loads_per_mul: loads / muls, trip };
                         }
@@ -342,7 +353,8 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
     let mut walk = Walk {
         prog,
         vscale,
-        known: HashMap::with_capacity_and_hasher(prog.regs.len(), Default::default()),
+        known: vec![None; prog.regs.len()],
+        marks: vec![0; prog.regs.len()],
         c: Counts { unroll_product: 1.0, ..Counts::default() },
     };
     walk.body(&prog.body, 1.0, 0);
@@ -400,6 +412,7 @@ pub fn features(w: &Workload, nest: &Nest, prog: &Program, vl_bits: u32) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustc_hash::FxHashMap as HashMap;
     use scaletune_codegen::pipeline::{initial_nest, lower_nest};
     use scaletune_codegen::target::Target;
     use scaletune_space::trace::parse_trace;
@@ -454,6 +467,30 @@ mod tests {
             f["hot_loads_per_mul"],
             g["hot_loads_per_mul"]
         );
+    }
+
+    #[test]
+    fn hot_shapes_do_not_see_each_others_registers() {
+        use scaletune_codegen::vprog::{Builder, Elem, Lanes, Ty};
+        // The first body reads `x` and carries nothing; the second assigns
+        // `x` before reading it (not carried) and carries `acc`.
+        let mut b = Builder::new("k");
+        let vec = Ty::vector(Elem::Data(scaletune_space::DType::F32), Lanes::fixed(4));
+        let (acc, x) = (b.new_reg(vec), b.new_reg(vec));
+        b.begin_body();
+        let m = b.emit(Op::Bin(BinOp::Mul, x, x));
+        b.emit(Op::Copy(m));
+        let first = b.end_body();
+        b.begin_body();
+        b.assign(x, Op::Copy(acc));
+        let m = b.emit(Op::Bin(BinOp::Mul, x, x));
+        b.assign(acc, Op::Copy(m));
+        let second = b.end_body();
+        let prog = b.finish();
+        let mut marks = vec![0; prog.regs.len()];
+        assert_eq!(hot_shape(&prog, &first, &mut marks), (1.0, 0.0, 0.0));
+        assert!(marks.iter().all(|m| *m == 0), "the marks are cleared for the next body");
+        assert_eq!(hot_shape(&prog, &second, &mut marks), (1.0, 1.0, 0.0), "`acc` is carried, `x` is not");
     }
 
     #[test]
