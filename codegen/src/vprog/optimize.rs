@@ -25,9 +25,8 @@ use std::hash::{Hash, Hasher};
 
 /// Optimizes `prog` in place.
 pub fn optimize(prog: &mut Program) {
-    let defs = Defs::of(prog);
     let body = std::mem::take(&mut prog.body);
-    let mut place = Placement::of(prog.regs.len(), &body);
+    let (defs, mut place) = Defs::of(prog.regs.len(), &body);
     let body = hoist(body, &defs, &mut place);
     let scopes = Scopes::of(prog.regs.len(), &body);
     let mut cse = Cse {
@@ -52,27 +51,54 @@ struct Defs {
     assigns: Vec<u32>,
     /// Loops whose variable it is.
     loops: Vec<u32>,
-    /// Registers with one definition, an integer constant.
-    consts: FxHashMap<Reg, i64>,
+    /// For each register, an integer constant it is assigned (the value
+    /// of a register with one definition, see [`Defs::constant`]).
+    consts: Vec<Option<i64>>,
 }
 
 impl Defs {
-    fn of(prog: &Program) -> Defs {
-        let n = prog.regs.len();
-        let mut d = Defs { assigns: vec![0; n], loops: vec![0; n], consts: FxHashMap::default() };
-        let mut consts = Vec::new();
-        super::walk(&prog.body, &mut |s| match s {
-            Stmt::Assign { dst, op } => {
-                d.assigns[dst.0 as usize] += 1;
-                if let Op::Const(Const::Int(v, _)) = op {
-                    consts.push((*dst, *v));
+    /// The definitions of the `n_regs` registers of `body`, and where they
+    /// are assigned (one walk for both).
+    fn of(n_regs: usize, body: &[Stmt]) -> (Defs, Placement) {
+        let mut d = Defs { assigns: vec![0; n_regs], loops: vec![0; n_regs], consts: vec![None; n_regs] };
+        let mut p = Placement { end: vec![0], single: vec![NONE; n_regs], multi: FxHashMap::default() };
+        d.list(&mut p, body, 0);
+        p.end[0] = p.end.len() as u32;
+        (d, p)
+    }
+
+    /// Counts the definitions in `stmts`, the list of loop `at` (numbered
+    /// as [`Placement`] does), and places them.
+    fn list(&mut self, p: &mut Placement, stmts: &[Stmt], at: u32) {
+        for st in stmts {
+            match st {
+                Stmt::Assign { dst, op } => {
+                    self.assigns[dst.0 as usize] += 1;
+                    if let Op::Const(Const::Int(v, _)) = op {
+                        self.consts[dst.0 as usize] = Some(*v);
+                    }
+                    p.place(*dst, at);
                 }
+                Stmt::Loop { var, body, .. } => {
+                    self.loops[var.0 as usize] += 1;
+                    let id = p.end.len() as u32;
+                    p.end.push(0);
+                    p.place(*var, id);
+                    self.list(p, body, id);
+                    p.end[id as usize] = p.end.len() as u32;
+                }
+                Stmt::If { then_body, else_body, .. } => {
+                    self.list(p, then_body, at);
+                    self.list(p, else_body, at);
+                }
+                _ => {}
             }
-            Stmt::Loop { var, .. } => d.loops[var.0 as usize] += 1,
-            _ => {}
-        });
-        d.consts = consts.into_iter().filter(|(r, _)| d.single(*r)).collect();
-        d
+        }
+    }
+
+    /// The value of `r` if it has one definition, an integer constant.
+    fn constant(&self, r: Reg) -> Option<i64> {
+        self.consts[r.0 as usize].filter(|_| self.single(r))
     }
 
     /// Assigned by exactly one assignment and no loop.
@@ -95,8 +121,8 @@ impl Defs {
     /// `op` is pure and cannot fail, whatever its operands hold.
     fn movable(&self, op: &Op) -> bool {
         match op {
-            Op::Bin(BinOp::FloorDiv | BinOp::FloorMod, _, b) => self.consts.get(b).is_some_and(|v| *v > 0),
-            Op::Bin(BinOp::Shl | BinOp::Shr, _, b) => self.consts.get(b).is_some_and(|v| (0..8).contains(v)),
+            Op::Bin(BinOp::FloorDiv | BinOp::FloorMod, _, b) => self.constant(*b).is_some_and(|v| v > 0),
+            Op::Bin(BinOp::Shl | BinOp::Shr, _, b) => self.constant(*b).is_some_and(|v| (0..8).contains(&v)),
             Op::Extract(..) => false,
             _ => Self::pure(op),
         }
@@ -124,33 +150,6 @@ const NONE: u32 = u32::MAX;
 const MULTI: u32 = u32::MAX - 1;
 
 impl Placement {
-    fn of(n_regs: usize, body: &[Stmt]) -> Placement {
-        let mut p = Placement { end: vec![0], single: vec![NONE; n_regs], multi: FxHashMap::default() };
-        p.list(body, 0);
-        p.end[0] = p.end.len() as u32;
-        p
-    }
-
-    fn list(&mut self, stmts: &[Stmt], at: u32) {
-        for st in stmts {
-            match st {
-                Stmt::Loop { var, body, .. } => {
-                    let id = self.end.len() as u32;
-                    self.end.push(0);
-                    self.place(*var, id);
-                    self.list(body, id);
-                    self.end[id as usize] = self.end.len() as u32;
-                }
-                Stmt::If { then_body, else_body, .. } => {
-                    self.list(then_body, at);
-                    self.list(else_body, at);
-                }
-                Stmt::Assign { dst, .. } => self.place(*dst, at),
-                _ => {}
-            }
-        }
-    }
-
     fn place(&mut self, r: Reg, at: u32) {
         let slot = &mut self.single[r.0 as usize];
         if *slot == MULTI {
