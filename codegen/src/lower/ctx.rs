@@ -39,6 +39,38 @@ pub(crate) struct VecCtx {
     pub full: bool,
 }
 
+/// Loop variables in scope and their registers, by variable number (a
+/// lookup per variable of every emitted index expression).
+#[derive(Default)]
+pub(crate) struct VarRegs(Vec<Option<Reg>>);
+
+impl VarRegs {
+    /// The register of `v`, if it is in scope.
+    pub fn get(&self, v: &VarId) -> Option<&Reg> {
+        self.0.get(v.index()).and_then(Option::as_ref)
+    }
+
+    /// True if `v` is in scope.
+    pub fn contains_key(&self, v: &VarId) -> bool {
+        self.get(v).is_some()
+    }
+
+    /// Brings `v` into scope in register `r`.
+    pub fn insert(&mut self, v: VarId, r: Reg) {
+        if self.0.len() <= v.index() {
+            self.0.resize(v.index() + 1, None);
+        }
+        self.0[v.index()] = Some(r);
+    }
+
+    /// Takes `v` out of scope.
+    pub fn remove(&mut self, v: &VarId) {
+        if let Some(slot) = self.0.get_mut(v.index()) {
+            *slot = None;
+        }
+    }
+}
+
 pub(crate) struct Lowerer {
     /// The nest being lowered, unchanged from here on (shared, so that
     /// emitting a block borrows it instead of copying the block).
@@ -47,7 +79,8 @@ pub(crate) struct Lowerer {
     pub vscale_const: Option<i64>,
     pub bufs: Vec<BufId>,
     pub scalars: Vec<Reg>,
-    pub vars: HashMap<VarId, Reg>,
+    /// The register holding each loop variable in scope.
+    pub vars: VarRegs,
     pub vec: Option<VecCtx>,
     pub tails: TailPlan,
     pub modes: HashMap<LoopId, VecMode>,
@@ -133,7 +166,7 @@ fn lower_raw(nest: &Nest, kernel: &str) -> Result<Program> {
         vscale_const,
         bufs: Vec::new(),
         scalars: Vec::new(),
-        vars: HashMap::default(),
+        vars: VarRegs::default(),
         vec: None,
         tails,
         modes: HashMap::default(),
