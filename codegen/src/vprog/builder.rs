@@ -3,6 +3,7 @@
 use super::types::*;
 use rustc_hash::FxHashMap;
 use scaletune_space::DType;
+use std::collections::hash_map::Entry;
 
 /// The index constants of one statement list, by value.
 type ListConsts = FxHashMap<i64, Reg>;
@@ -170,13 +171,17 @@ impl Builder {
     /// An index constant: the register of the same list that holds it
     /// already, or a new one.
     pub fn index(&mut self, v: i64) -> Reg {
-        if let Some(r) = self.consts.last().and_then(|c| c.get(&v)) {
-            return *r;
+        let next = Reg(self.prog.regs.len() as u32);
+        match self.consts.last_mut().expect("one map per open list").entry(v) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                e.insert(next);
+                let r = self.emit(Op::Const(Const::Int(v, Elem::Index)));
+                debug_assert_eq!(r, next);
+                self.const_of[r.0 as usize] = Some(v);
+                r
+            }
         }
-        let r = self.emit(Op::Const(Const::Int(v, Elem::Index)));
-        self.consts.last_mut().expect("one map per open list").insert(v, r);
-        self.const_of[r.0 as usize] = Some(v);
-        r
     }
 
     /// A constant of a data dtype.
@@ -205,12 +210,17 @@ impl Builder {
         if !index {
             return self.emit(Op::Bin(op, a, b));
         }
-        if let Some(r) = self.ops.last().and_then(|m| m.get(&(op, a, b))) {
-            return *r;
+        // The register `emit` allocates next, recorded with one look-up.
+        let next = Reg(self.prog.regs.len() as u32);
+        match self.ops.last_mut().expect("one map per open list").entry((op, a, b)) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                e.insert(next);
+                let r = self.emit(Op::Bin(op, a, b));
+                debug_assert_eq!(r, next);
+                r
+            }
         }
-        let r = self.emit(Op::Bin(op, a, b));
-        self.ops.last_mut().expect("one map per open list").insert((op, a, b), r);
-        r
     }
 
     /// What [`Builder::bin`] folds.
