@@ -256,6 +256,9 @@ impl Target {
             }
             let mut caps = VectorCaps::scalable(granule, min, max);
             caps.has_gather = v.gather.unwrap_or(true);
+            // LLVM compiles scalable f16 vectors on RVV only with Zvfh
+            // (see `llvm::support`): the schedule space must not make them.
+            caps.half_vectors = f.arch != Arch::Riscv64 || features.split(',').any(|x| x.trim() == "+zvfh");
             let dvl = v.default_vl_bits.clone().unwrap_or_else(|| vec![min]);
             if dvl.is_empty() {
                 // A run at no vector length would check nothing and pass.

@@ -21,6 +21,15 @@ pub struct VectorCaps {
     pub has_sme: bool,
     /// True if the target has hardware gathers and scatters.
     pub has_gather: bool,
+    /// False if vector registers cannot hold f16 elements: scalable RVV
+    /// without the Zvfh extension (LLVM cannot compile such vectors), so no
+    /// loop over f16 data may be vectorized. Absent in stored caps: true.
+    #[serde(default = "yes")]
+    pub half_vectors: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl VectorCaps {
@@ -32,6 +41,7 @@ impl VectorCaps {
             vscale_values: vec![(bits / 128).max(1)],
             has_sme: false,
             has_gather: false,
+            half_vectors: true,
         }
     }
 
@@ -43,7 +53,14 @@ impl VectorCaps {
             values.push(bits / granule_bits);
             bits *= 2;
         }
-        VectorCaps { scalable: true, granule_bits, vscale_values: values, has_sme: false, has_gather: true }
+        VectorCaps {
+            scalable: true,
+            granule_bits,
+            vscale_values: values,
+            has_sme: false,
+            has_gather: true,
+            half_vectors: true,
+        }
     }
 
     /// SVE with any vector length from 128 to 2048 bits: the default domain of

@@ -214,6 +214,7 @@ impl QemuRunner {
         let caps = VectorCaps {
             has_sme: target.caps.has_sme,
             has_gather: target.caps.has_gather,
+            half_vectors: target.caps.half_vectors,
             ..VectorCaps::scalable(g, min, max)
         };
         Ok(Some(Target { caps, default_vl_bits: vec![vl_bits], ..target.clone() }))

@@ -169,13 +169,20 @@ impl Parser<'_> {
             }
             cur.expect(",", "between vscale values").map_err(|e| self.syn(line, e))?;
         }
-        let mut caps =
-            VectorCaps { scalable, granule_bits: granule, vscale_values: values, has_sme: false, has_gather: false };
+        let mut caps = VectorCaps {
+            scalable,
+            granule_bits: granule,
+            vscale_values: values,
+            has_sme: false,
+            has_gather: false,
+            half_vectors: true,
+        };
         while let Tok::Ident(w) = cur.peek().tok.clone() {
             match w.as_str() {
                 "gather" => caps.has_gather = true,
                 "sme" => caps.has_sme = true,
-                _ => return Err(self.syn(line, cur.error("expected `gather`, `sme` or end of line"))),
+                "no_f16_vectors" => caps.half_vectors = false,
+                _ => return Err(self.syn(line, cur.error("expected `gather`, `sme`, `no_f16_vectors` or end of line"))),
             }
             cur.bump();
         }

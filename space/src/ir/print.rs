@@ -110,6 +110,9 @@ impl Nest {
         if c.has_sme {
             s.push_str(" sme");
         }
+        if !c.half_vectors {
+            s.push_str(" no_f16_vectors");
+        }
         s
     }
 }

@@ -2,8 +2,10 @@
 
 use super::{ErrorKind, Result, ScheduleError};
 use crate::expr::{linear_in, simplify, Expr};
-use crate::ids::LoopId;
+use crate::ids::{BlockId, LoopId};
 use crate::ir::{LoopKind, Nest, Node, Tail};
+use crate::workload::Value;
+use crate::DType;
 
 /// The lane count of a vector loop extent: `c` (fixed) or `c*vscale` (scalable).
 pub fn vector_lanes(extent: &Expr) -> Option<(u32, bool)> {
@@ -85,11 +87,35 @@ impl Nest {
                 )));
             }
         }
+        if !self.caps.half_vectors {
+            if let Some(b) = blocks.iter().find(|b| self.block_has_f16(**b)) {
+                return Err(err(format!(
+                    "block `{}` computes with f16 values, and this target's vectors cannot hold f16 elements \
+                     (scalable f16 vectors on RVV need the Zvfh extension)",
+                    self.block(*b).name
+                )));
+            }
+        }
         if let Some(why) = self.tail_problem(l, tail) {
             return Err(err(why));
         }
         self.loop_mut(l).kind = LoopKind::Vectorize(tail);
         Ok(())
+    }
+
+    /// True if block `b` writes an f16 tensor or any of its values (reads,
+    /// conversions, arithmetic) is an f16.
+    fn block_has_f16(&self, b: BlockId) -> bool {
+        fn has(v: &Value) -> bool {
+            v.dtype() == DType::F16
+                || match v {
+                    Value::Bin(_, x, y) => has(x) || has(y),
+                    Value::Un(_, x) | Value::Cast(_, x) => has(x),
+                    Value::Const(..) | Value::Scalar(..) | Value::Read(..) => false,
+                }
+        }
+        let blk = self.block(b);
+        self.tensor(blk.lhs.tensor).dtype == DType::F16 || has(&blk.rhs)
     }
 
     /// Why a vector loop cannot use `tail` (peel and scalar need every tail

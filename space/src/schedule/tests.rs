@@ -199,6 +199,31 @@ fn inline_workload(toml: &str) -> Workload {
 }
 
 #[test]
+fn f16_loops_are_not_vectorized_where_vectors_cannot_hold_f16() {
+    // Scalable RVV without Zvfh: the f16 reads of the matmul's block may
+    // not become vectors; its f32 write-back to a local may.
+    let rvv = VectorCaps { half_vectors: false, ..VectorCaps::scalable(64, 128, 1024) };
+    let w = load("matmul_f16:M=8,N=16,K=4").expect("loads");
+    let j_vector = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 2*vscale])\nreorder(i, j0, k, j1)\nvectorize(j1)\n";
+    let e = fail_nest(Nest::from_workload(&w, rvv.clone()), j_vector);
+    assert_eq!(e.kind, TraceErrorKind::Schedule(ErrorKind::LoopKind));
+    assert_eq!(
+        e.to_string(),
+        "line 5: `vectorize(j1, tail=\"predicate\")`: vectorize: cannot vectorize loop `j1`: block `C` computes with f16 values, \
+         and this target's vectors cannot hold f16 elements (scalable f16 vectors on RVV need the Zvfh extension)"
+    );
+    // The same schedule where vectors hold f16.
+    check("matmul_f16:M=8,N=16,K=4", j_vector, VectorCaps::scalable(64, 128, 1024));
+    // An f32 block of the same nest still vectorizes.
+    let write_back = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nc = cache_write(b, at=i)\ni2, i3, j2 = get_loops(c)\nj3, j4 = split(j2, factors=[None, 2*vscale])\nvectorize(j4)\n";
+    let mut nest = Nest::from_workload(&w, rvv);
+    parse_trace(write_back).expect("parses").apply(&mut nest).unwrap_or_else(|e| panic!("{e}"));
+    assert!(nest.caps_text().ends_with(" no_f16_vectors"), "{}", nest.caps_text());
+    let back = parse_nest(&nest.to_string()).expect("reparses");
+    assert_eq!(back.caps, nest.caps, "the text form keeps the caps");
+}
+
+#[test]
 fn illegal_schedules_are_refused_with_a_reason() {
     let e = fail("matmul", "b = get_block(\"C\")\ni, j, k = get_loops(b)\nvectorize(kk)\n");
     assert_eq!(e.kind, TraceErrorKind::UnknownName);

@@ -10,7 +10,7 @@ use scaletune_measure::Measurement;
 use scaletune_space::design::Sample;
 use scaletune_space::ir::Nest;
 use scaletune_space::workload::Workload;
-use scaletune_space::VectorKind;
+use scaletune_space::{VectorCaps, VectorKind};
 
 /// The canonical definition of a workload (its whole resolved form, so a
 /// changed statement or shape is another workload).
@@ -22,8 +22,27 @@ pub fn workload_definition(w: &Workload) -> String {
 /// the code or how it runs, one `key = value` line each.
 pub fn target_definition(t: &Target) -> String {
     format!(
-        "name = {}\narch = {:?}\ntriple = {}\ncpu = {}\nfeatures = {}\ncaps = {:?}\ndefault_vl_bits = {:?}\nmca_cpu = {:?}\n",
-        t.name, t.arch, t.triple, t.cpu, t.features, t.caps, t.default_vl_bits, t.mca_cpu
+        "name = {}\narch = {:?}\ntriple = {}\ncpu = {}\nfeatures = {}\ncaps = {}\ndefault_vl_bits = {:?}\nmca_cpu = {:?}\n",
+        t.name,
+        t.arch,
+        t.triple,
+        t.cpu,
+        t.features,
+        caps_definition(&t.caps),
+        t.default_vl_bits,
+        t.mca_cpu
+    )
+}
+
+/// The caps line of [`target_definition`], written as it always was (the
+/// fields the caps had when databases began to store it). A field added
+/// since, `half_vectors`, follows from the arch and features, which the
+/// definition holds already, and is left out: adding it changed no stored
+/// target's hash, so no database's records were orphaned.
+fn caps_definition(c: &VectorCaps) -> String {
+    format!(
+        "VectorCaps {{ scalable: {}, granule_bits: {}, vscale_values: {:?}, has_sme: {}, has_gather: {} }}",
+        c.scalable, c.granule_bits, c.vscale_values, c.has_sme, c.has_gather
     )
 }
 
@@ -181,5 +200,23 @@ mod tests {
         let v1 = Target::load("neoverse-v1").expect("target");
         let v2 = Target::load("neoverse-v2").expect("target");
         assert_ne!(target_definition(&v1), target_definition(&v2));
+    }
+
+    /// A target's definition, and so its hash in every database, stays as
+    /// it was when records began to be stored for it.
+    #[test]
+    fn target_definitions_keep_their_stored_form() {
+        let rvv = Target::load("rvv").expect("target");
+        expect_test::expect![[r#"
+            name = rvv
+            arch = Riscv64
+            triple = riscv64-unknown-linux-gnu
+            cpu = generic-rv64
+            features = +m,+a,+f,+d,+c,+v,+zfhmin
+            caps = VectorCaps { scalable: true, granule_bits: 64, vscale_values: [2, 4, 8, 16], has_sme: false, has_gather: true }
+            default_vl_bits = [128, 256, 1024]
+            mca_cpu = Some("sifive-x280")
+        "#]]
+        .assert_eq(&target_definition(&rvv));
     }
 }
