@@ -239,3 +239,31 @@ fn sampled_candidates_compile_on_every_target() {
     }
     assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Where vectors cannot hold f16 (RVV without Zvfh), an f16 matmul keeps
+/// its multi-level tiling with the vector level as a plain loop: its draws
+/// compute the reference and build.
+#[test]
+fn f16_matmuls_tile_where_vectors_cannot_hold_f16() {
+    let w = load("matmul_f16:M=5,N=19,K=4").expect("loads");
+    let t = Target::load("rvv").expect("target");
+    assert!(!t.caps.half_vectors, "the shipped rvv target has no Zvfh");
+    let nest = initial_nest(&w, &t);
+    let space = DesignSpace::generate(&nest);
+    let tiled: Vec<_> = space.traces.iter().filter(|t| t.rules.iter().any(|r| r == "multi-level-tiling")).collect();
+    assert!(!tiled.is_empty(), "no tiling branch");
+    for (k, st) in tiled.iter().enumerate() {
+        for seed in 0..2 {
+            let mut n = nest.clone();
+            let (trace, _) = st.trace.sample(&mut n, &mut task_rng(seed, k as u64)).expect("draws");
+            let text = trace.to_string();
+            assert!(text.contains("split("), "tiled: {text}");
+            if let Err(e) = interpret(&w, &n, &text, seed) {
+                panic!("tiling trace {k}, seed {seed}: {e}");
+            }
+            if let Err(e) = compile_nest(&w, n, &t, &Options::default()) {
+                panic!("tiling trace {k}, seed {seed}: {e}\n{text}");
+            }
+        }
+    }
+}

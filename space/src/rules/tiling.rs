@@ -109,6 +109,12 @@ impl MultiLevelTiling {
         for u in unrolled {
             let _ = s.push(Inst::Unroll { loop_: u });
         }
+        // Where vectors cannot hold the block's f16 values (RVV without
+        // Zvfh, see `Nest::vectorize`), the tiles stay and their vector
+        // level runs as a plain loop.
+        if !s.probe.caps.half_vectors && s.probe.block_has_f16(bid) {
+            return Some(s);
+        }
         if !vectorize(&mut s, vector_level) {
             return None;
         }

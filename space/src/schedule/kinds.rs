@@ -105,7 +105,7 @@ impl Nest {
 
     /// True if block `b` writes an f16 tensor or any of its values (reads,
     /// conversions, arithmetic) is an f16.
-    fn block_has_f16(&self, b: BlockId) -> bool {
+    pub(crate) fn block_has_f16(&self, b: BlockId) -> bool {
         fn has(v: &Value) -> bool {
             v.dtype() == DType::F16
                 || match v {
