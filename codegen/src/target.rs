@@ -203,6 +203,13 @@ impl HostInfo {
     }
 }
 
+/// True if LLVM 19 compiles scalable f16 vectors for `arch` with
+/// `features`: RVV needs Zvfh (the one rule both the schedule space, through
+/// [`VectorCaps::half_vectors`], and `llvm::support` apply).
+pub fn scalable_f16(arch: Arch, features: &str) -> bool {
+    arch != Arch::Riscv64 || features.split(',').any(|f| f.trim() == "+zvfh")
+}
+
 impl Target {
     /// Loads a shipped target by name, or a target file by path.
     pub fn load(name_or_path: &str) -> Result<Target, TargetError> {
@@ -258,7 +265,7 @@ impl Target {
             caps.has_gather = v.gather.unwrap_or(true);
             // LLVM compiles scalable f16 vectors on RVV only with Zvfh
             // (see `llvm::support`): the schedule space must not make them.
-            caps.half_vectors = f.arch != Arch::Riscv64 || features.split(',').any(|x| x.trim() == "+zvfh");
+            caps.half_vectors = scalable_f16(f.arch, &features);
             let dvl = v.default_vl_bits.clone().unwrap_or_else(|| vec![min]);
             if dvl.is_empty() {
                 // A run at no vector length would check nothing and pass.

@@ -220,6 +220,11 @@ fn malformed_nest_text_is_refused_with_a_position() {
             "line 3, column 18: expected input, output, temp or local",
         ),
         ("caps fixed", "caps wobbly", "line 2, column 6: expected `scalable` or `fixed`"),
+        (
+            "vscale [1]",
+            "vscale [1] gather shiny",
+            "line 2, column 42: expected `gather`, `sme`, `no_f16_vectors` or end of line",
+        ),
         ("for i in 4:", "for i in 4", "line 5, column 11: expected `:` at the end of the loop header"),
         ("= i]", "= q]", "line 6, column 19: unknown variable `q`"),
         ("for i in 4:", "loop i in 4:", "line 5, column 1: expected `for` or `block`"),

@@ -22,7 +22,7 @@
 //! everywhere (LLVM widens or splits them).
 
 use super::LlvmError;
-use crate::target::{Arch, Target};
+use crate::target::{scalable_f16, Arch, Target};
 use crate::vprog::{Elem, Program, Ty};
 use scaletune_space::DType;
 
@@ -83,7 +83,7 @@ pub(crate) fn check_types(prog: &Program, target: &Target, opt_level: u8) -> Res
             Arch::Aarch64 if lanes.min < 2 => {
                 return Err(unsupported("SVE needs at least 2 lanes per vscale".into()));
             }
-            Arch::Riscv64 if ty.elem == Elem::Data(DType::F16) && !has_feature(&|f| f == "+zvfh") => {
+            Arch::Riscv64 if ty.elem == Elem::Data(DType::F16) && !scalable_f16(target.arch, &target.features) => {
                 return Err(unsupported("scalable f16 vectors on RVV need the Zvfh extension (+zvfh)".into()));
             }
             _ => {}
