@@ -207,6 +207,47 @@ fn search_efficiency_runs_both_strategies_from_cold_starts() {
     }
 }
 
+/// `--search-efficiency` on a target the host cannot run: under QEMU with
+/// estimated cycles, which do not depend on the machine's load, so two
+/// runs print the same table, and nothing is re-measured.
+#[test]
+fn search_efficiency_under_qemu_counts_cycles_and_repeats_exactly() {
+    let run = || {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out_dir = dir.path().to_str().expect("utf-8").to_string();
+        let args = [
+            "bench",
+            "--search-efficiency",
+            "--target",
+            "neoverse-v1",
+            "--vl",
+            "128,256",
+            "--trials",
+            "3",
+            "--seeds",
+            "1",
+            "--shapes",
+            "matmul:M=8,N=8,K=4",
+            "--out",
+            &out_dir,
+        ];
+        let o = scaletune(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(!text(&o).contains("re-measuring"), "{}", text(&o));
+        stdout(&o)
+    };
+    let first = run();
+    let masked: Vec<String> =
+        first.lines().map(|l| l.split_whitespace().map(mask_numbers).collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(masked[0], "curves: each trial's incumbent at estimated cycles, which do not vary between runs");
+    assert_eq!(masked[1], "search efficiency of matmul:M=#,N=#,K=#: best of all runs # cycles; goal # cycles");
+    let rows: Vec<&String> =
+        masked.iter().filter(|l| l.starts_with("random #") || l.starts_with("evolutionary #")).collect();
+    assert_eq!(rows.len(), 2, "{masked:#?}");
+    assert!(rows.iter().all(|r| r.contains(" # cycles ")), "{masked:#?}");
+    assert_eq!(run(), first, "a second run gives the same table");
+}
+
 /// Two benches in one output directory would time each other's kernels and
 /// remove each other's databases: the second is refused at once.
 #[test]

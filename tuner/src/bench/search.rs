@@ -20,6 +20,7 @@ use crate::pipeline::load_workload_to_run;
 use crate::search::StrategyKind;
 use crate::tune::confirm::ConfirmConfig;
 use crate::tune::{setup, JobConfig};
+use scaletune_codegen::target::Target;
 use scaletune_database::Database;
 use scaletune_measure::{ArtifactCache, LlvmBuilder};
 use scaletune_space::trace::parse_trace;
@@ -74,11 +75,37 @@ pub fn curve(objectives: impl IntoIterator<Item = Option<f64>>) -> Vec<Option<f6
         .collect()
 }
 
-/// Runs `trials` trials of `reference` on `target` (native, one thread) for
-/// each strategy and seed, each into its own database under `dir`.
+/// Where the runs of a search-efficiency bench measure.
+pub struct On {
+    /// The target's name.
+    pub target: String,
+    /// The target as its runner builds for it.
+    pub target_def: Target,
+    /// Native on a target the host runs, else QEMU.
+    pub runner: RunnerKind,
+    /// Vector lengths under QEMU (empty: the target's).
+    pub vls: Vec<u32>,
+}
+
+impl On {
+    /// `target` with the runner that runs it: native where the host can,
+    /// else QEMU at `vls` (estimated cycles, a figure free of timing noise).
+    pub fn new(target: &str, vls: &[u32]) -> anyhow::Result<On> {
+        let native = Target::load(target).map_err(crate::pipeline::PipelineError::from)?.is_native();
+        let runner = if native { RunnerKind::Native } else { RunnerKind::Qemu };
+        if native && !vls.is_empty() {
+            anyhow::bail!("--vl applies under QEMU; `{target}` runs natively at its own vector length");
+        }
+        let (target_def, runner, _) = runner_target(target, Some(runner), vls)?;
+        Ok(On { target: target.to_string(), target_def, runner, vls: vls.to_vec() })
+    }
+}
+
+/// Runs `trials` trials of `reference` on `on` (one thread) for each
+/// strategy and seed, each into its own database under `dir`.
 pub fn run(
     reference: &str,
-    target: &str,
+    on: &On,
     trials: usize,
     seeds: &[u64],
     strategies: &[StrategyKind],
@@ -90,7 +117,6 @@ pub fn run(
         workload: reference.to_string(),
         message: crate::commands::error_text(&e),
     };
-    let (target_def, runner, _) = runner_target(target, Some(RunnerKind::Native), &[]).map_err(tune_err)?;
     let mut runs = Vec::new();
     for &strategy in strategies {
         for &seed in seeds {
@@ -101,10 +127,11 @@ pub fn run(
             let db = Database::open(&path)?;
             // Only the trials count here: no re-measuring at the end.
             let confirm = ConfirmConfig { top: 0, ..ConfirmConfig::default() };
-            let cfg = JobConfig { seed, strategy, confirm, ..job_config(reference, target, runner, &[], trials) };
-            let mut s = setup(&cfg, &target_def, &db).map_err(tune_err)?;
+            let cfg =
+                JobConfig { seed, strategy, confirm, ..job_config(reference, &on.target, on.runner, &on.vls, trials) };
+            let mut s = setup(&cfg, &on.target_def, &db).map_err(tune_err)?;
             let label = format!("{reference} ({} seed {seed})", strategy.name());
-            let (job, _) = run_job(&db, &cfg, &target_def, &mut s, &label, rt)?;
+            let (job, _) = run_job(&db, &cfg, &on.target_def, &mut s, &label, rt)?;
             // The job's own answer after each trial: its best candidate then
             // (ranked by the medians of the candidates it re-checked).
             let history: Vec<_> = db.job_history(job)?.into_iter().filter(|r| r.trial_idx >= 0).collect();
@@ -140,15 +167,10 @@ pub struct Remeasured {
 /// Times every distinct incumbent of `runs` again, all together in
 /// `rounds` interleaved rounds with the runs' own timing protocol, and
 /// replaces each curve point by its incumbent's median over the rounds.
-pub fn remeasure(reference: &str, target: &str, runs: &mut [Run], rounds: u32) -> Result<Remeasured, BenchError> {
-    let err = |e: anyhow::Error| BenchError::Tune {
-        workload: reference.to_string(),
-        message: crate::commands::error_text(&e),
-    };
+pub fn remeasure(reference: &str, on: &On, runs: &mut [Run], rounds: u32) -> Result<Remeasured, BenchError> {
     let workload = Arc::new(load_workload_to_run(reference).map_err(|e| BenchError::Unsupported(e.to_string()))?);
-    let (target_def, runner, _) = runner_target(target, Some(RunnerKind::Native), &[]).map_err(err)?;
-    let target_def = Arc::new(target_def);
-    let cfg = job_config(reference, target, runner, &[], 1);
+    let target_def = Arc::new(on.target_def.clone());
+    let cfg = job_config(reference, &on.target, on.runner, &[], 1);
     let vl = target_def.default_vl_bits.first().copied().unwrap_or(128);
     let builder = LlvmBuilder::new()
         .with_cache(ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?);
@@ -182,10 +204,22 @@ pub fn remeasure(reference: &str, target: &str, runs: &mut [Run], rounds: u32) -
     Ok(Remeasured { candidates: distinct.len(), rounds, failed })
 }
 
+/// What a run's objective is, for the table.
+#[derive(Clone, Copy, Debug)]
+pub enum Unit {
+    /// Seconds, shown as GFLOPS where the workload's flops are known.
+    Seconds {
+        /// The workload's floating-point operations.
+        flops: Option<f64>,
+    },
+    /// Estimated cycles (QEMU): the same candidate always gets the same figure.
+    Cycles,
+}
+
 /// The table of a set of runs: per run its best and trials to [`GOAL`] of
 /// the overall best, then per strategy the median, and the ratio of
 /// random's median to evolutionary's.
-pub fn table(reference: &str, runs: &[Run], flops: Option<f64>, remeasured: Option<&Remeasured>) -> String {
+pub fn table(reference: &str, runs: &[Run], unit: Unit, remeasured: Option<&Remeasured>) -> String {
     let mut out = String::new();
     match remeasured {
         Some(r) => {
@@ -198,7 +232,11 @@ pub fn table(reference: &str, runs: &[Run], flops: Option<f64>, remeasured: Opti
             );
         }
         None => {
-            let _ = writeln!(out, "curves: each trial's incumbent at its first measurement");
+            let what = match unit {
+                Unit::Cycles => "estimated cycles, which do not vary between runs",
+                Unit::Seconds { .. } => "its first measurement",
+            };
+            let _ = writeln!(out, "curves: each trial's incumbent at {what}");
         }
     }
     let best = runs.iter().filter_map(Run::best).fold(f64::INFINITY, f64::min);
@@ -206,9 +244,10 @@ pub fn table(reference: &str, runs: &[Run], flops: Option<f64>, remeasured: Opti
         return format!("search efficiency of {reference}: no run found a passing candidate\n");
     }
     let goal = best / GOAL;
-    let shown = |t: f64| match flops {
-        Some(f) => format!("{:.1} GFLOPS", f / t / 1e9),
-        None => format!("{:.3} ms", t * 1e3),
+    let shown = |t: f64| match unit {
+        Unit::Seconds { flops: Some(f) } => format!("{:.1} GFLOPS", f / t / 1e9),
+        Unit::Seconds { flops: None } => format!("{:.3} ms", t * 1e3),
+        Unit::Cycles => format!("{t:.0} cycles"),
     };
     let _ = writeln!(out, "search efficiency of {reference}: best of all runs {}; goal {}", shown(best), shown(goal));
     let _ = writeln!(out, "{:<14} {:>5} {:>8} {:>16} {:>14}", "strategy", "seed", "trials", "best", "trials to 95%");
@@ -314,7 +353,8 @@ mod tests {
             run(StrategyKind::Random, &[Some(4.0), Some(2.0), Some(1.5), Some(1.0)]),
             run(StrategyKind::Evolutionary, &[Some(3.0), Some(1.0)]),
         ];
-        let t = table("w", &runs, None, Some(&Remeasured { candidates: 3, rounds: 2, failed: 1 }));
+        let t =
+            table("w", &runs, Unit::Seconds { flops: None }, Some(&Remeasured { candidates: 3, rounds: 2, failed: 1 }));
         expect_test::expect![[r#"
             curves: each trial's incumbent, its 3 distinct candidates re-measured together in 2 interleaved rounds (1 failed every re-run and keep their first time)
             search efficiency of w: best of all runs 1000.000 ms; goal 1052.632 ms
@@ -329,6 +369,34 @@ mod tests {
     }
 
     #[test]
+    fn estimated_cycles_are_shown_as_cycles_at_their_first_measurement() {
+        let runs = vec![
+            run(StrategyKind::Random, &[Some(9000.0), Some(5000.0)]),
+            run(StrategyKind::Evolutionary, &[Some(5100.0), Some(4000.0)]),
+        ];
+        expect_test::expect![[r#"
+            curves: each trial's incumbent at estimated cycles, which do not vary between runs
+            search efficiency of w: best of all runs 4000 cycles; goal 4211 cycles
+            strategy        seed   trials             best  trials to 95%
+            random             1        2      5000 cycles          never
+            evolutionary       1        2      4000 cycles              2
+            median trials to 95% (random): never within 2
+            median trials to 95% (evolutionary): 2
+            random needs more than 1.00x the trials of evolutionary (its median run did not get there in 2)
+        "#]]
+        .assert_eq(&table("w", &runs, Unit::Cycles, None));
+    }
+
+    #[test]
+    fn vector_lengths_are_refused_where_the_target_runs_natively() {
+        let e = On::new("host", &[256]).err().expect("refused");
+        assert_eq!(e.to_string(), "--vl applies under QEMU; `host` runs natively at its own vector length");
+        let on = On::new("neoverse-v1", &[128, 256]).expect("emulated");
+        assert_eq!((on.runner, on.vls), (RunnerKind::Qemu, vec![128, 256]));
+        assert_eq!(On::new("host", &[]).expect("native").runner, RunnerKind::Native);
+    }
+
+    #[test]
     fn a_median_run_that_never_gets_there_is_a_bound_not_a_count() {
         let never = [Some(4.0), Some(3.0), Some(2.0)];
         let runs = vec![
@@ -337,7 +405,7 @@ mod tests {
             run(StrategyKind::Random, &[Some(1.0), Some(1.0), Some(1.0)]),
             run(StrategyKind::Evolutionary, &[Some(1.0), Some(1.0), Some(1.0)]),
         ];
-        let t = table("w", &runs, None, None);
+        let t = table("w", &runs, Unit::Seconds { flops: None }, None);
         let tail: Vec<&str> = t.lines().skip(7).collect();
         assert_eq!(
             tail,
@@ -352,7 +420,7 @@ mod tests {
             run(StrategyKind::Random, &[Some(1.0), Some(1.0), Some(1.0)]),
             run(StrategyKind::Evolutionary, &never),
         ];
-        let t = table("w", &runs, None, None);
+        let t = table("w", &runs, Unit::Seconds { flops: None }, None);
         assert!(t.ends_with("no ratio: evolutionary's median run did not get there in 3 trials\n"), "{t}");
     }
 }

@@ -1,6 +1,7 @@
 //! `scaletune bench`: tuned kernels against OpenBLAS, clang's auto-vectorized naive loops and the FMA peak; prints the tables and writes `bench.json`.
 
 use crate::bench::{self, BenchOptions};
+use crate::commands::measure::RunnerKind;
 use crate::search::StrategyKind;
 use anyhow::{bail, Context};
 use std::path::PathBuf;
@@ -38,14 +39,26 @@ pub struct BenchArgs {
     pub rounds: Option<u32>,
     /// Instead of the comparison: search efficiency of `random` and
     /// `evolutionary` from cold starts (`--trials` each, `--seeds` runs per
-    /// strategy, the first `--shapes` workload, default matmul 512^3, host,
-    /// one thread), databases in OUT/search/; every run's incumbents are
-    /// then re-measured together and the curves use those times.
+    /// strategy, the first `--shapes` workload, default matmul 512^3, on
+    /// `--target`, one thread), databases in OUT/search/; on `host` every
+    /// run's incumbents are then re-measured together and the curves use
+    /// those times.
     #[arg(long)]
     pub search_efficiency: bool,
     /// Runs per strategy of `--search-efficiency`.
     #[arg(long, default_value_t = 3)]
     pub seeds: u64,
+    /// The target of `--search-efficiency`. A target the host cannot run
+    /// (e.g. `neoverse-v1`) runs under QEMU with estimated cycles as the
+    /// objective: the same candidate always gets the same figure, so the
+    /// curves are free of timing noise and need no re-measuring.
+    #[arg(long, default_value = "host", requires = "search_efficiency")]
+    pub target: String,
+    /// Vector lengths in bits of `--search-efficiency` under QEMU
+    /// (comma-separated; the objective is the geometric mean over them)
+    /// [default: the target's].
+    #[arg(long, value_delimiter = ',', requires = "search_efficiency")]
+    pub vl: Vec<u32>,
 }
 
 /// Runs the bench, prints its tables and writes `OUT/bench.json`; the exit
@@ -133,14 +146,15 @@ fn search_efficiency(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
     let seeds: Vec<u64> = (1..=args.seeds).collect();
     let strategies = [StrategyKind::Random, StrategyKind::Evolutionary];
     let dir = args.out.join("search");
-    let mut runs = bench::search::run(&reference, "host", trials, &seeds, &strategies, &dir, rt)?;
-    eprintln!("bench: re-measuring every run's incumbents");
-    let remeasured = bench::search::remeasure(
-        &reference,
-        "host",
-        &mut runs,
-        args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
-    )?;
-    print!("{}", bench::search::table(&reference, &runs, flops, Some(&remeasured)));
+    let on = bench::search::On::new(&args.target, &args.vl)?;
+    let mut runs = bench::search::run(&reference, &on, trials, &seeds, &strategies, &dir, rt)?;
+    let (unit, remeasured) = if on.runner == RunnerKind::Qemu {
+        (bench::search::Unit::Cycles, None)
+    } else {
+        eprintln!("bench: re-measuring every run's incumbents");
+        let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1);
+        (bench::search::Unit::Seconds { flops }, Some(bench::search::remeasure(&reference, &on, &mut runs, rounds)?))
+    };
+    print!("{}", bench::search::table(&reference, &runs, unit, remeasured.as_ref()));
     Ok(0)
 }
