@@ -239,7 +239,10 @@ fn search_efficiency_under_qemu_counts_cycles_and_repeats_exactly() {
     let first = run();
     let masked: Vec<String> =
         first.lines().map(|l| l.split_whitespace().map(mask_numbers).collect::<Vec<_>>().join(" ")).collect();
-    assert_eq!(masked[0], "curves: each trial's incumbent at estimated cycles, which do not vary between runs");
+    assert_eq!(
+        masked[0],
+        "curves: each trial's incumbent at estimated cycles, which do not vary between runs, as of the end of the trial's batch"
+    );
     assert_eq!(masked[1], "search efficiency of matmul:M=#,N=#,K=#: best of all runs # cycles; goal # cycles");
     let rows: Vec<&String> =
         masked.iter().filter(|l| l.starts_with("random #") || l.starts_with("evolutionary #")).collect();

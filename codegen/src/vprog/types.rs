@@ -167,7 +167,7 @@ impl fmt::Display for Reg {
 pub struct BufId(pub u32);
 
 /// Where a buffer's memory comes from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum BufKind {
     /// A pointer argument of the kernel (a workload tensor).
     Param,
@@ -180,7 +180,7 @@ pub enum BufKind {
 }
 
 /// A memory region holding elements of one dtype.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Buffer {
     /// Tensor name (for printing and symbol names).
     pub name: String,
@@ -213,7 +213,7 @@ impl Buffer {
 }
 
 /// A kernel parameter, in signature order.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Param {
     /// A pointer to a tensor's elements.
     Tensor(BufId),
@@ -424,7 +424,7 @@ pub enum Op {
 }
 
 /// Hints attached to a loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum LoopHint {
     /// No hint.
     #[default]
@@ -436,7 +436,7 @@ pub enum LoopHint {
 }
 
 /// A structured statement.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Stmt {
     /// `dst = op`.
     Assign {
@@ -557,8 +557,9 @@ pub enum Stmt {
     },
 }
 
-/// One kernel function.
-#[derive(Clone, Debug, PartialEq)]
+/// One kernel function. Equal programs compile to the same code on a
+/// target (its [`Hash`] is consistent with `==`: see [`Const`]'s).
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Program {
     /// Symbol name of the kernel.
     pub name: String,

@@ -55,6 +55,23 @@ impl Run {
         self.best_so_far.iter().flatten().copied().fold(None, |b, o| Some(b.map_or(o, |b: f64| b.min(o))))
     }
 
+    /// Gives every trial of a batch of `batch` trials the curve's point at
+    /// the batch's end. A seeded job proposes the same batches whatever
+    /// order the farm returns their candidates in, but its trials are
+    /// numbered in that order: settled, a curve of deterministic figures
+    /// (estimated cycles) is the same in every run, with a batch's
+    /// resolution.
+    pub fn settle_batches(&mut self, batch: usize) {
+        for chunk in self.best_so_far.chunks_mut(batch.max(1)) {
+            let last = chunk.last().copied().flatten();
+            chunk.fill(last);
+        }
+        for chunk in self.incumbents.chunks_mut(batch.max(1)) {
+            let last = chunk.last().cloned().flatten();
+            chunk.fill(last);
+        }
+    }
+
     /// The first trial (1-based) whose best objective is at most `goal`.
     pub fn trials_to(&self, goal: f64) -> Option<usize> {
         self.best_so_far.iter().position(|b| b.is_some_and(|b| b <= goal)).map(|i| i + 1)
@@ -142,12 +159,16 @@ pub fn run(
                 .first()
                 .map(|t| t.incumbents.iter().map(|i| i.and_then(|id| by_id.get(&id).copied())).collect())
                 .unwrap_or_default();
-            runs.push(Run {
+            let mut run = Run {
                 strategy,
                 seed,
                 best_so_far: answer.iter().map(|r| r.and_then(|r| r.best_objective())).collect(),
                 incumbents: answer.iter().map(|r| r.map(|r| r.trace.clone())).collect(),
-            });
+            };
+            if on.runner == RunnerKind::Qemu {
+                run.settle_batches(cfg.batch);
+            }
+            runs.push(run);
         }
     }
     Ok(runs)
@@ -233,7 +254,7 @@ pub fn table(reference: &str, runs: &[Run], unit: Unit, remeasured: Option<&Reme
         }
         None => {
             let what = match unit {
-                Unit::Cycles => "estimated cycles, which do not vary between runs",
+                Unit::Cycles => "estimated cycles, which do not vary between runs, as of the end of the trial's batch",
                 Unit::Seconds { .. } => "its first measurement",
             };
             let _ = writeln!(out, "curves: each trial's incumbent at {what}");
@@ -375,7 +396,7 @@ mod tests {
             run(StrategyKind::Evolutionary, &[Some(5100.0), Some(4000.0)]),
         ];
         expect_test::expect![[r#"
-            curves: each trial's incumbent at estimated cycles, which do not vary between runs
+            curves: each trial's incumbent at estimated cycles, which do not vary between runs, as of the end of the trial's batch
             search efficiency of w: best of all runs 4000 cycles; goal 4211 cycles
             strategy        seed   trials             best  trials to 95%
             random             1        2      5000 cycles          never
@@ -385,6 +406,17 @@ mod tests {
             random needs more than 1.00x the trials of evolutionary (its median run did not get there in 2)
         "#]]
         .assert_eq(&table("w", &runs, Unit::Cycles, None));
+    }
+
+    #[test]
+    fn a_settled_curve_takes_each_batch_at_its_end() {
+        let mut r = run(StrategyKind::Evolutionary, &[None, Some(5.0), Some(4.0), Some(6.0), Some(3.0)]);
+        r.incumbents = ["a", "b", "c", "c", "d"].iter().map(|t| Some(t.to_string())).collect();
+        r.settle_batches(2);
+        assert_eq!(r.best_so_far, [Some(5.0), Some(5.0), Some(4.0), Some(4.0), Some(3.0)]);
+        let inc: Vec<&str> = r.incumbents.iter().flatten().map(String::as_str).collect();
+        assert_eq!(inc, ["b", "b", "c", "c", "d"]);
+        assert_eq!(r.trials_to(4.0), Some(3));
     }
 
     #[test]

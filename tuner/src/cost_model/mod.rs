@@ -13,8 +13,10 @@ pub use gbdt::{CostModelError, Gbdt};
 use crate::tune::task::Task;
 use rayon::prelude::*;
 use scaletune_codegen::pipeline::lower_nest_unverified;
+use scaletune_codegen::vprog::Program;
 use scaletune_space::design::Sample;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// A measured candidate as training data.
@@ -28,10 +30,31 @@ pub struct Row {
     pub objective: f64,
 }
 
-/// Feature vector of a sample of `task`: the mean of its features at the
-/// task's vector lengths (the objective is a mean over them too). `None`
-/// if the sample does not lower.
-pub fn sample_features(task: &Task, sample: &Sample) -> Option<Vec<f32>> {
+/// A sample lowered for the cost model: its features and a digest of its
+/// vector program.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The features (see [`sample_features`]).
+    pub features: Arc<[f32]>,
+    /// Digest of the vector program. Equal programs build the same code
+    /// (the program is all the code generator reads besides the task's
+    /// target), so a candidate whose program is a measured one's would only
+    /// measure that code again: [`Task::codes`] keeps the digests of the
+    /// measured ones.
+    pub code: u64,
+}
+
+/// The digest [`Lowered::code`] of a vector program (a fixed hash: the same
+/// in every process).
+pub fn code_digest(prog: &Program) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    prog.hash(&mut h);
+    h.finish()
+}
+
+/// A sample of `task` lowered: its features and its program's digest
+/// (`None` if it does not lower).
+pub fn sample_lowered(task: &Task, sample: &Sample) -> Option<Lowered> {
     let prog = lower_nest_unverified(&task.workload, &sample.nest).ok()?;
     let vls = if task.vls.is_empty() { vec![128] } else { task.vls.clone() };
     let mut sum = vec![0f32; features::N_FEATURES];
@@ -41,7 +64,14 @@ pub fn sample_features(task: &Task, sample: &Sample) -> Option<Vec<f32>> {
         }
     }
     let n = vls.len() as f32;
-    Some(sum.into_iter().map(|s| s / n).collect())
+    Some(Lowered { features: sum.into_iter().map(|s| s / n).collect(), code: code_digest(&prog) })
+}
+
+/// Feature vector of a sample of `task`: the mean of its features at the
+/// task's vector lengths (the objective is a mean over them too). `None`
+/// if the sample does not lower.
+pub fn sample_features(task: &Task, sample: &Sample) -> Option<Vec<f32>> {
+    sample_lowered(task, sample).map(|l| l.features.to_vec())
 }
 
 /// A trained model.
@@ -106,10 +136,10 @@ pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
     scored.into_iter().map(|(i, _)| i).collect()
 }
 
-/// Features of samples by trace text, computed once each, on every core.
+/// Samples lowered ([`Lowered`]) by trace text, each once, on every core.
 #[derive(Debug, Default)]
 pub struct FeatureCache {
-    known: rustc_hash::FxHashMap<Arc<str>, Option<Arc<[f32]>>>,
+    known: rustc_hash::FxHashMap<Arc<str>, Option<Lowered>>,
 }
 
 impl FeatureCache {
@@ -117,18 +147,28 @@ impl FeatureCache {
     /// cached ones looked up, the others computed in parallel (lowering is
     /// most of a proposal's time) and added.
     pub fn features(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Arc<[f32]>>> {
+        self.lowered(task, samples).into_iter().map(|l| l.map(|l| l.features)).collect()
+    }
+
+    /// Each of `samples` lowered (`None`: it does not lower), as [`FeatureCache::features`].
+    pub fn lowered(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Lowered>> {
         let keys: Vec<&Arc<str>> = samples.iter().map(|s| s.text()).collect();
         let mut pending: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
         let todo: Vec<usize> =
             (0..keys.len()).filter(|&i| !self.known.contains_key(keys[i]) && pending.insert(keys[i])).collect();
         // On the process's pool of threads, which live on, and with them
         // each thread's memo of simplified expressions.
-        let computed: Vec<Option<Arc<[f32]>>> =
-            todo.par_iter().map(|&i| sample_features(task, &samples[i]).map(Arc::from)).collect();
-        for (&i, f) in todo.iter().zip(computed) {
-            self.known.insert(Arc::clone(keys[i]), f);
+        let computed: Vec<Option<Lowered>> = todo.par_iter().map(|&i| sample_lowered(task, &samples[i])).collect();
+        for (&i, l) in todo.iter().zip(computed) {
+            self.known.insert(Arc::clone(keys[i]), l);
         }
         keys.iter().map(|&k| self.known.get(k).cloned().flatten()).collect()
+    }
+
+    /// The program digest of a sample lowered before (`None`: not lowered
+    /// yet, or it does not lower).
+    pub fn code(&self, sample: &Sample) -> Option<u64> {
+        self.known.get(sample.text()).and_then(|l| l.as_ref().map(|l| l.code))
     }
 
     /// Samples whose features are cached.

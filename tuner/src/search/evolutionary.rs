@@ -31,6 +31,11 @@
 //! The pool's fresh samples are [`spread_samples`]: drawn from the
 //! design-space traces the task has measured least first, each trace once
 //! before any twice.
+//!
+//! Neither a generation's frontier nor the proposal holds two samples of
+//! one vector program, or one of a measured candidate's ([`new_code`]):
+//! many one-step mutants change a decision the program does not depend on,
+//! and the model, seeing the same features, ranks them with their parent.
 
 use super::{discard, new_samples, spread_samples, SearchStrategy, Texts};
 use crate::cost_model::{rank_scores, CostModel, FeatureCache};
@@ -38,6 +43,7 @@ use crate::tune::task::Task;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashSet;
 use scaletune_space::design::Sample;
 use scaletune_space::mutators::draft_mutant;
 
@@ -150,6 +156,18 @@ impl Evolutionary {
     }
 }
 
+/// `ranked` (best first) without the samples whose vector program is a
+/// measured candidate's (its digest, `code(i)`, in `measured`) or a
+/// better-ranked sample's: they would build code that is measured already,
+/// or will be (a decision the program does not depend on, such as the tail
+/// strategy of a loop without a tail, changes the trace and nothing else;
+/// on matmul under QEMU, two in five of a job's trials measured such a
+/// repeat before this). Samples that do not lower (`None`) stay.
+fn new_code(ranked: Vec<usize>, code: impl Fn(usize) -> Option<u64>, measured: &FxHashSet<u64>) -> Vec<usize> {
+    let mut seen = FxHashSet::default();
+    ranked.into_iter().filter(|&i| code(i).is_none_or(|c| !measured.contains(&c) && seen.insert(c))).collect()
+}
+
 /// Up to `n` pool indices: the first `n - explore` of `ranked` (best
 /// predicted first), then the first `explore` unpicked indices that are
 /// fresh samples (`is_fresh`), in pool order (the fresh samples are drawn
@@ -196,6 +214,7 @@ impl SearchStrategy for Evolutionary {
             match model {
                 Some(m) => {
                     let ranked = rank_optimistic(m, task, &children, &mut features);
+                    let ranked = new_code(ranked, |i| features.code(&children[i]), &task.codes);
                     let families: Vec<usize> = children.iter().map(|c| c.space_trace).collect();
                     let mut next: Vec<Sample> = parents.clone();
                     let picked = frontier_picks(&ranked, &families, (2 * n).max(1), FAMILY_FRONTIER);
@@ -217,6 +236,7 @@ impl SearchStrategy for Evolutionary {
                 let mut pool = mutants;
                 pool.extend(fresh);
                 let ranked = rank_optimistic(m, task, &pool, &mut features);
+                let ranked = new_code(ranked, |i| features.code(&pool[i]), &task.codes);
                 let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
                 let picked = pick(&ranked, n, explore, |i| i >= first_fresh, rng);
                 let mut pool: Vec<Option<Sample>> = pool.into_iter().map(Some).collect();
@@ -301,5 +321,48 @@ mod tests {
         let mut all = pick(&ranked, 10, 3, |_| false, &mut rng);
         all.sort_unstable();
         assert_eq!(all, [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn samples_that_build_measured_or_better_ranked_code_are_dropped() {
+        // Codes by pool index: 1 repeats 0's, 3 is measured, 4 does not lower.
+        let codes = [Some(10), Some(10), Some(11), Some(12), None, Some(13)];
+        let measured: FxHashSet<u64> = [12].into_iter().collect();
+        let ranked = vec![1, 0, 3, 4, 2, 5];
+        assert_eq!(new_code(ranked, |i| codes[i], &measured), [1, 4, 2, 5], "the better-ranked of 0 and 1 stays");
+    }
+
+    /// A proposal holds no two samples of one vector program and none of a
+    /// measured candidate's, where many mutants repeat their parents' code.
+    #[test]
+    fn a_proposal_builds_no_code_twice_and_none_measured_already() {
+        use crate::cost_model::{sample_lowered, Row};
+        let mut task = crate::tune::task::test_task("matmul:M=32,N=32,K=16");
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut rows = Vec::new();
+        for r in 0..24 {
+            let s = task.space.sample(&mut rng).expect("samples");
+            let lowered = sample_lowered(&task, &s).expect("lowers");
+            let objective = 1.0 + f64::from(lowered.features.iter().map(|x| x.abs()).sum::<f32>());
+            task.observe(&s, Some(objective), r);
+            task.codes.insert(lowered.code);
+            rows.push(Row { task: 0, features: lowered.features.to_vec(), objective });
+        }
+        let model = CostModel::train(&rows, 1).expect("trains").expect("enough rows");
+        let mut search = Evolutionary::default();
+        // Without the filter, these parents' one-step mutants repeat their
+        // code often: the test would not show anything otherwise.
+        let mutants = search.breed(&task, &task.parents(), 64, &mut Texts::default(), &mut rng);
+        let repeats =
+            mutants.iter().filter(|m| sample_lowered(&task, m).is_some_and(|l| task.codes.contains(&l.code))).count();
+        assert!(repeats >= 4, "{repeats} of 64 mutants repeat a measured program");
+        let proposed = search.propose(&task, Some(&model), 16, &mut rng);
+        assert_eq!(proposed.len(), 16);
+        let mut codes = FxHashSet::default();
+        for s in &proposed {
+            let code = sample_lowered(&task, s).expect("lowers").code;
+            assert!(!task.codes.contains(&code), "a measured program proposed again: {}", s.text());
+            assert!(codes.insert(code), "a program proposed twice: {}", s.text());
+        }
     }
 }

@@ -243,9 +243,10 @@ impl Loop<'_> {
                     task.baseline = objective;
                 } else {
                     task.observe(sample, objective, inserted.id);
-                    if let Some(objective) = objective {
-                        if let Some(features) = cost_model::sample_features(task, sample) {
-                            rows.push(Row { task: ti, features, objective });
+                    if let Some(lowered) = cost_model::sample_lowered(task, sample) {
+                        task.codes.insert(lowered.code);
+                        if let Some(objective) = objective {
+                            rows.push(Row { task: ti, features: lowered.features.to_vec(), objective });
                         }
                     }
                 }

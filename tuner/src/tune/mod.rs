@@ -173,9 +173,10 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
             if let (Some(o), false) = (objective, rec.remeasured.is_empty()) {
                 task.remeasured(rec.id, o, 1 + rec.remeasured.len());
             }
-            if let Some(objective) = objective {
-                if let Some(features) = cost_model::sample_features(&task, &sample) {
-                    training.push(Row { task: idx, features, objective });
+            if let Some(lowered) = cost_model::sample_lowered(&task, &sample) {
+                task.codes.insert(lowered.code);
+                if let Some(objective) = objective {
+                    training.push(Row { task: idx, features: lowered.features.to_vec(), objective });
                 }
             }
         }

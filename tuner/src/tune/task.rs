@@ -64,6 +64,11 @@ pub struct Task {
     pub space: DesignSpace,
     /// Trace texts measured already (by any job): never proposed again.
     pub measured: Texts,
+    /// Digests of the vector programs of the measured candidates (by any
+    /// job, failures included; [`crate::cost_model::Lowered::code`]): a
+    /// candidate with one of them would build code measured already, and
+    /// the evolutionary search does not propose it.
+    pub codes: rustc_hash::FxHashSet<u64>,
     /// The best measured samples, best first (at most [`ELITES`]).
     pub elites: Vec<Scored>,
     /// Per design-space trace, its best measured samples, best first (at
@@ -109,6 +114,7 @@ impl Task {
             vls,
             space,
             measured: Texts::default(),
+            codes: rustc_hash::FxHashSet::default(),
             elites: Vec::new(),
             family_best: BTreeMap::new(),
             family_tries: BTreeMap::new(),
