@@ -241,7 +241,7 @@ fn search_efficiency_under_qemu_counts_cycles_and_repeats_exactly() {
         first.lines().map(|l| l.split_whitespace().map(mask_numbers).collect::<Vec<_>>().join(" ")).collect();
     assert_eq!(
         masked[0],
-        "curves: each trial's incumbent at estimated cycles, which do not vary between runs, as of the end of the trial's batch"
+        "curves: each trial's incumbent at estimated cycles, which do not vary between runs, counted at the end of each batch"
     );
     assert_eq!(masked[1], "search efficiency of matmul:M=#,N=#,K=#: best of all runs # cycles; goal # cycles");
     let rows: Vec<&String> =

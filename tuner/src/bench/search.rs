@@ -55,21 +55,24 @@ impl Run {
         self.best_so_far.iter().flatten().copied().fold(None, |b, o| Some(b.map_or(o, |b: f64| b.min(o))))
     }
 
-    /// Gives every trial of a batch of `batch` trials the curve's point at
-    /// the batch's end. A seeded job proposes the same batches whatever
-    /// order the farm returns their candidates in, but its trials are
-    /// numbered in that order: settled, a curve of deterministic figures
-    /// (estimated cycles) is the same in every run, with a batch's
-    /// resolution.
+    /// Gives every trial of a batch of `batch` trials but its last the
+    /// curve's point at the end of the batch before. A seeded job proposes
+    /// the same batches whatever order the farm returns their candidates
+    /// in, but numbers its trials in that order: settled, a curve of
+    /// deterministic figures (estimated cycles) is the same in every run,
+    /// and reaches a value at the end of the batch that got there (the
+    /// trials the job needs whatever order the batch finished in).
     pub fn settle_batches(&mut self, batch: usize) {
-        for chunk in self.best_so_far.chunks_mut(batch.max(1)) {
-            let last = chunk.last().copied().flatten();
-            chunk.fill(last);
+        fn settle<T: Clone>(points: &mut [Option<T>], batch: usize) {
+            let mut before: Option<T> = None;
+            for chunk in points.chunks_mut(batch.max(1)) {
+                let (last, rest) = chunk.split_last_mut().expect("chunks are not empty");
+                rest.fill(before.clone());
+                before.clone_from(last);
+            }
         }
-        for chunk in self.incumbents.chunks_mut(batch.max(1)) {
-            let last = chunk.last().cloned().flatten();
-            chunk.fill(last);
-        }
+        settle(&mut self.best_so_far, batch);
+        settle(&mut self.incumbents, batch);
     }
 
     /// The first trial (1-based) whose best objective is at most `goal`.
@@ -254,7 +257,7 @@ pub fn table(reference: &str, runs: &[Run], unit: Unit, remeasured: Option<&Reme
         }
         None => {
             let what = match unit {
-                Unit::Cycles => "estimated cycles, which do not vary between runs, as of the end of the trial's batch",
+                Unit::Cycles => "estimated cycles, which do not vary between runs, counted at the end of each batch",
                 Unit::Seconds { .. } => "its first measurement",
             };
             let _ = writeln!(out, "curves: each trial's incumbent at {what}");
@@ -396,7 +399,7 @@ mod tests {
             run(StrategyKind::Evolutionary, &[Some(5100.0), Some(4000.0)]),
         ];
         expect_test::expect![[r#"
-            curves: each trial's incumbent at estimated cycles, which do not vary between runs, as of the end of the trial's batch
+            curves: each trial's incumbent at estimated cycles, which do not vary between runs, counted at the end of each batch
             search efficiency of w: best of all runs 4000 cycles; goal 4211 cycles
             strategy        seed   trials             best  trials to 95%
             random             1        2      5000 cycles          never
@@ -409,14 +412,14 @@ mod tests {
     }
 
     #[test]
-    fn a_settled_curve_takes_each_batch_at_its_end() {
+    fn a_settled_curve_reaches_a_value_at_the_end_of_the_batch_that_got_there() {
         let mut r = run(StrategyKind::Evolutionary, &[None, Some(5.0), Some(4.0), Some(6.0), Some(3.0)]);
         r.incumbents = ["a", "b", "c", "c", "d"].iter().map(|t| Some(t.to_string())).collect();
         r.settle_batches(2);
-        assert_eq!(r.best_so_far, [Some(5.0), Some(5.0), Some(4.0), Some(4.0), Some(3.0)]);
-        let inc: Vec<&str> = r.incumbents.iter().flatten().map(String::as_str).collect();
-        assert_eq!(inc, ["b", "b", "c", "c", "d"]);
-        assert_eq!(r.trials_to(4.0), Some(3));
+        assert_eq!(r.best_so_far, [None, Some(5.0), Some(5.0), Some(4.0), Some(3.0)]);
+        let inc: Vec<Option<&str>> = r.incumbents.iter().map(Option::as_deref).collect();
+        assert_eq!(inc, [None, Some("b"), Some("b"), Some("c"), Some("d")]);
+        assert_eq!(r.trials_to(4.0), Some(4), "the end of the batch that got there");
     }
 
     #[test]
