@@ -245,9 +245,19 @@ impl SearchStrategy for Evolutionary {
                 out
             }
             None => {
-                let n_mutants = (n * 3).div_ceil(4).min(mutants.len());
-                let mut out: Vec<Sample> = mutants.choose_multiple(rng, n_mutants).cloned().collect();
-                out.extend(fresh.into_iter().take(n - out.len()));
+                // Without a model nothing is lowered to rank; lowered here
+                // all the same, so that no code is measured twice.
+                let first_fresh = mutants.len();
+                let mut pool = mutants;
+                pool.extend(fresh);
+                features.lowered(task, &pool);
+                let kept = new_code((0..pool.len()).collect(), |i| features.code(&pool[i]), &task.codes);
+                let (kept_mutants, kept_fresh): (Vec<usize>, Vec<usize>) = kept.iter().partition(|&&i| i < first_fresh);
+                let n_mutants = (n * 3).div_ceil(4).min(kept_mutants.len());
+                let mut out: Vec<Sample> =
+                    kept_mutants.choose_multiple(rng, n_mutants).map(|&i| pool[i].clone()).collect();
+                out.extend(kept_fresh.into_iter().take(n - out.len()).map(|i| pool[i].clone()));
+                discard(pool);
                 out
             }
         }
@@ -356,13 +366,17 @@ mod tests {
         let repeats =
             mutants.iter().filter(|m| sample_lowered(&task, m).is_some_and(|l| task.codes.contains(&l.code))).count();
         assert!(repeats >= 4, "{repeats} of 64 mutants repeat a measured program");
-        let proposed = search.propose(&task, Some(&model), 16, &mut rng);
-        assert_eq!(proposed.len(), 16);
-        let mut codes = FxHashSet::default();
-        for s in &proposed {
-            let code = sample_lowered(&task, s).expect("lowers").code;
-            assert!(!task.codes.contains(&code), "a measured program proposed again: {}", s.text());
-            assert!(codes.insert(code), "a program proposed twice: {}", s.text());
+        // With the model, and without one (a job's second batch, before
+        // enough candidates passed to train it).
+        for model in [Some(&model), None] {
+            let proposed = search.propose(&task, model, 16, &mut rng);
+            assert_eq!(proposed.len(), 16);
+            let mut codes = FxHashSet::default();
+            for s in &proposed {
+                let code = sample_lowered(&task, s).expect("lowers").code;
+                assert!(!task.codes.contains(&code), "a measured program proposed again: {}", s.text());
+                assert!(codes.insert(code), "a program proposed twice: {}", s.text());
+            }
         }
     }
 }
