@@ -157,31 +157,35 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
     assert_eq!(page.matches("x clang-naive").count(), 4, "three host shapes and one emulated compared with clang");
 }
 
+/// `bench --search-efficiency` of one seed per strategy into `out`, then `extra`.
+fn search_args<'a>(out: &'a str, trials: &'a str, shape: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args =
+        vec!["bench", "--search-efficiency", "--trials", trials, "--seeds", "1", "--shapes", shape, "--out", out];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The lines of a search-efficiency table with every number masked.
+fn masked_lines(table: &str) -> Vec<String> {
+    table.lines().map(|l| l.split_whitespace().map(mask_numbers).collect::<Vec<_>>().join(" ")).collect()
+}
+
+/// The per-run rows of a masked search-efficiency table.
+fn strategy_rows(masked: &[String]) -> Vec<&String> {
+    masked.iter().filter(|l| l.starts_with("random #") || l.starts_with("evolutionary #")).collect()
+}
+
 /// `--search-efficiency`: cold-start runs of both strategies, each into its
 /// own database, and the table comparing the trials they need.
 #[test]
 fn search_efficiency_runs_both_strategies_from_cold_starts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().to_str().expect("utf-8").to_string();
-    let args = [
-        "bench",
-        "--search-efficiency",
-        "--trials",
-        "6",
-        "--seeds",
-        "1",
-        "--shapes",
-        "matmul:M=32,N=32,K=16",
-        "--out",
-        &out_dir,
-    ];
-    let o = scaletune(&args);
+    let o = scaletune(&search_args(&out_dir, "6", "matmul:M=32,N=32,K=16", &[]));
     assert!(o.status.success(), "{}", text(&o));
-    let masked: Vec<String> =
-        stdout(&o).lines().map(|l| l.split_whitespace().map(mask_numbers).collect::<Vec<_>>().join(" ")).collect();
+    let masked = masked_lines(&stdout(&o));
     // Which run reaches the goal first depends on timing; the shape does not.
-    let rows: Vec<&String> =
-        masked.iter().filter(|l| l.starts_with("random #") || l.starts_with("evolutionary #")).collect();
+    let rows = strategy_rows(&masked);
     assert_eq!(rows.len(), 2, "{masked:#?}");
     assert!(rows[0].starts_with("random # # # GFLOPS"), "{masked:#?}");
     assert!(rows[1].starts_with("evolutionary # # # GFLOPS"), "{masked:#?}");
@@ -215,37 +219,20 @@ fn search_efficiency_under_qemu_counts_cycles_and_repeats_exactly() {
     let run = || {
         let dir = tempfile::tempdir().expect("tempdir");
         let out_dir = dir.path().to_str().expect("utf-8").to_string();
-        let args = [
-            "bench",
-            "--search-efficiency",
-            "--target",
-            "neoverse-v1",
-            "--vl",
-            "128,256",
-            "--trials",
-            "3",
-            "--seeds",
-            "1",
-            "--shapes",
-            "matmul:M=8,N=8,K=4",
-            "--out",
-            &out_dir,
-        ];
-        let o = scaletune(&args);
+        let on = ["--target", "neoverse-v1", "--vl", "128,256"];
+        let o = scaletune(&search_args(&out_dir, "3", "matmul:M=8,N=8,K=4", &on));
         assert!(o.status.success(), "{}", text(&o));
         assert!(!text(&o).contains("re-measuring"), "{}", text(&o));
         stdout(&o)
     };
     let first = run();
-    let masked: Vec<String> =
-        first.lines().map(|l| l.split_whitespace().map(mask_numbers).collect::<Vec<_>>().join(" ")).collect();
+    let masked = masked_lines(&first);
     assert_eq!(
         masked[0],
         "curves: each trial's incumbent at estimated cycles, which do not vary between runs, counted at the end of each batch"
     );
     assert_eq!(masked[1], "search efficiency of matmul:M=#,N=#,K=#: best of all runs # cycles; goal # cycles");
-    let rows: Vec<&String> =
-        masked.iter().filter(|l| l.starts_with("random #") || l.starts_with("evolutionary #")).collect();
+    let rows = strategy_rows(&masked);
     assert_eq!(rows.len(), 2, "{masked:#?}");
     assert!(rows.iter().all(|r| r.contains(" # cycles ")), "{masked:#?}");
     assert_eq!(run(), first, "a second run gives the same table");
