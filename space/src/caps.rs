@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// `vscale` is the number of `granule_bits` granules in one vector register.
 /// On scalable targets it is a runtime symbol ranging over `vscale_values`;
 /// on fixed-length targets it is the single constant `vscale_values[0]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct VectorCaps {
     /// True if vector registers have a length unknown at compile time.
     pub scalable: bool,

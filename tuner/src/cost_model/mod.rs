@@ -12,8 +12,9 @@ pub use gbdt::{CostModelError, Gbdt};
 
 use crate::tune::task::Task;
 use rayon::prelude::*;
-use scaletune_codegen::pipeline::lower_nest_unverified;
+use scaletune_codegen::pipeline::{fixed_vl, lower_nest_unverified};
 use scaletune_codegen::vprog::Program;
+use scaletune_space::caps::VectorCaps;
 use scaletune_space::design::Sample;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -31,29 +32,36 @@ pub struct Row {
 }
 
 /// A sample lowered for the cost model: its features and a digest of its
-/// vector program.
+/// code.
 #[derive(Clone, Debug)]
 pub struct Lowered {
     /// The features (see [`sample_features`]).
     pub features: Arc<[f32]>,
-    /// Digest of the vector program. Equal programs build the same code
-    /// (the program is all the code generator reads besides the task's
-    /// target), so a candidate whose program is a measured one's would only
-    /// measure that code again: [`Task::codes`] keeps the digests of the
-    /// measured ones.
-    pub code: u64,
+    /// Digest of the code the candidate builds ([`code_digest`]): a
+    /// candidate with a measured one's would only measure that code again,
+    /// and [`Task::codes`] keeps the digests of the measured ones. `None`
+    /// where the program lowered here is not the code of every VL the task
+    /// measures at: a fixed-length scalable kind is built again for each
+    /// other VL ([`scaletune_codegen::pipeline::vl_builds`]), and a decision
+    /// that changes nothing at one VL (the tail of a loop the lanes divide)
+    /// can change the code at another.
+    pub code: Option<u64>,
 }
 
-/// The digest [`Lowered::code`] of a vector program (a fixed hash: the same
-/// in every process).
-pub fn code_digest(prog: &Program) -> u64 {
+/// The digest [`Lowered::code`] of a candidate's vector program and its
+/// nest's vector capabilities: LLVM reads the program and the target with
+/// the schedule's vector kind ([`scaletune_codegen::pipeline::compile_nest`]),
+/// so equal programs of equal kinds build the same code. A fixed hash: the
+/// same in every process.
+pub fn code_digest(prog: &Program, caps: &VectorCaps) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     prog.hash(&mut h);
+    caps.hash(&mut h);
     h.finish()
 }
 
-/// A sample of `task` lowered: its features and its program's digest
-/// (`None` if it does not lower).
+/// A sample of `task` lowered: its features and its code's digest (`None`
+/// if it does not lower).
 pub fn sample_lowered(task: &Task, sample: &Sample) -> Option<Lowered> {
     let prog = lower_nest_unverified(&task.workload, &sample.nest).ok()?;
     let vls = if task.vls.is_empty() { vec![128] } else { task.vls.clone() };
@@ -64,7 +72,12 @@ pub fn sample_lowered(task: &Task, sample: &Sample) -> Option<Lowered> {
         }
     }
     let n = vls.len() as f32;
-    Some(Lowered { features: sum.into_iter().map(|s| s / n).collect(), code: code_digest(&prog) })
+    let caps = &sample.nest.caps;
+    let one_object = fixed_vl(caps).is_none_or(|own| vls.iter().all(|&vl| vl == own));
+    Some(Lowered {
+        features: sum.into_iter().map(|s| s / n).collect(),
+        code: one_object.then(|| code_digest(&prog, caps)),
+    })
 }
 
 /// Feature vector of a sample of `task`: the mean of its features at the
@@ -165,10 +178,10 @@ impl FeatureCache {
         keys.iter().map(|&k| self.known.get(k).cloned().flatten()).collect()
     }
 
-    /// The program digest of a sample lowered before (`None`: not lowered
-    /// yet, or it does not lower).
+    /// The code digest of a sample lowered before (`None`: not lowered
+    /// yet, it does not lower, or it has none, see [`Lowered::code`]).
     pub fn code(&self, sample: &Sample) -> Option<u64> {
-        self.known.get(sample.text()).and_then(|l| l.as_ref().map(|l| l.code))
+        self.known.get(sample.text()).and_then(|l| l.as_ref().and_then(|l| l.code))
     }
 
     /// Samples whose features are cached.
@@ -278,6 +291,39 @@ mod tests {
         assert_eq!(model.rank_cached(&task, &samples, &mut cache), expected, "from the cache alone");
         assert_eq!(cache.len(), distinct.len());
         assert_eq!(model.rank(&task, &samples), expected);
+    }
+
+    /// A candidate's code digest covers every VL it is measured at: a
+    /// fixed-length kind is rebuilt per VL, so only at its own VL does its
+    /// program stand for its code; a length-agnostic one's always does; and
+    /// the schedule's vector kind is part of the digest.
+    #[test]
+    fn a_code_digest_stands_for_the_code_of_every_measured_vl() {
+        let mut task = task();
+        let mut rng = task_rng(4, 0);
+        let (mut fixed, mut agnostic) = (None, None);
+        while fixed.is_none() || agnostic.is_none() {
+            let s = task.space.sample(&mut rng).expect("samples");
+            let slot = if fixed_vl(&s.nest.caps).is_some() {
+                &mut fixed
+            } else if s.nest.caps.scalable {
+                &mut agnostic
+            } else {
+                continue;
+            };
+            if slot.is_none() && lower_nest_unverified(&task.workload, &s.nest).is_ok() {
+                *slot = Some(s);
+            }
+        }
+        let (fixed, agnostic) = (fixed.expect("drawn"), agnostic.expect("drawn"));
+        assert_eq!(task.vls, [128, 256]);
+        assert!(sample_lowered(&task, &fixed).expect("lowers").code.is_none(), "rebuilt for the other VL");
+        assert!(sample_lowered(&task, &agnostic).expect("lowers").code.is_some(), "one object for both VLs");
+        task.vls = vec![fixed_vl(&fixed.nest.caps).expect("fixed")];
+        let code = sample_lowered(&task, &fixed).expect("lowers").code;
+        let prog = lower_nest_unverified(&task.workload, &fixed.nest).expect("lowers");
+        assert_eq!(code, Some(code_digest(&prog, &fixed.nest.caps)), "at its own VL alone");
+        assert_ne!(code_digest(&prog, &fixed.nest.caps), code_digest(&prog, &agnostic.nest.caps), "the kind counts");
     }
 
     /// A job's rows arrive in the order its farm finishes the candidates:

@@ -162,7 +162,9 @@ impl Evolutionary {
 /// or will be (a decision the program does not depend on, such as the tail
 /// strategy of a loop without a tail, changes the trace and nothing else;
 /// on matmul under QEMU, two in five of a job's trials measured such a
-/// repeat before this). Samples that do not lower (`None`) stay.
+/// repeat before this). Samples without a digest (`None`: they do not
+/// lower, or their code is not one program, [`crate::cost_model::Lowered::code`])
+/// stay.
 fn new_code(ranked: Vec<usize>, code: impl Fn(usize) -> Option<u64>, measured: &FxHashSet<u64>) -> Vec<usize> {
     let mut seen = FxHashSet::default();
     ranked.into_iter().filter(|&i| code(i).is_none_or(|c| !measured.contains(&c) && seen.insert(c))).collect()
@@ -355,7 +357,7 @@ mod tests {
             let lowered = sample_lowered(&task, &s).expect("lowers");
             let objective = 1.0 + f64::from(lowered.features.iter().map(|x| x.abs()).sum::<f32>());
             task.observe(&s, Some(objective), r);
-            task.codes.insert(lowered.code);
+            task.codes.insert(lowered.code.expect("host code is one object"));
             rows.push(Row { task: 0, features: lowered.features.to_vec(), objective });
         }
         let model = CostModel::train(&rows, 1).expect("trains").expect("enough rows");
@@ -363,8 +365,10 @@ mod tests {
         // Without the filter, these parents' one-step mutants repeat their
         // code often: the test would not show anything otherwise.
         let mutants = search.breed(&task, &task.parents(), 64, &mut Texts::default(), &mut rng);
-        let repeats =
-            mutants.iter().filter(|m| sample_lowered(&task, m).is_some_and(|l| task.codes.contains(&l.code))).count();
+        let repeats = mutants
+            .iter()
+            .filter(|m| sample_lowered(&task, m).and_then(|l| l.code).is_some_and(|c| task.codes.contains(&c)))
+            .count();
         assert!(repeats >= 4, "{repeats} of 64 mutants repeat a measured program");
         // With the model, and without one (a job's second batch, before
         // enough candidates passed to train it).
@@ -373,7 +377,7 @@ mod tests {
             assert_eq!(proposed.len(), 16);
             let mut codes = FxHashSet::default();
             for s in &proposed {
-                let code = sample_lowered(&task, s).expect("lowers").code;
+                let code = sample_lowered(&task, s).and_then(|l| l.code).expect("lowers, one object");
                 assert!(!task.codes.contains(&code), "a measured program proposed again: {}", s.text());
                 assert!(codes.insert(code), "a program proposed twice: {}", s.text());
             }
