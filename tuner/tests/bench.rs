@@ -238,6 +238,21 @@ fn search_efficiency_under_qemu_counts_cycles_and_repeats_exactly() {
     assert_eq!(run(), first, "a second run gives the same table");
 }
 
+/// A vector length no runner accepts is refused before any trial runs,
+/// rather than failing every candidate.
+#[test]
+fn search_efficiency_refuses_a_vector_length_qemu_cannot_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().to_str().expect("utf-8").to_string();
+    let on = ["--target", "neoverse-v1", "--vl", "100"];
+    let o = scaletune(&search_args(&out_dir, "3", "matmul:M=8,N=8,K=4", &on));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    expect_test::expect![[r#"
+        error: tuning matmul:M=8,N=8,K=4 (random seed 1): runner qemu cannot run target `neoverse-v1` at VL 100 (scalable targets run at powers of two from 128 to 2048 bits on AArch64, 1024 on RISC-V)
+    "#]]
+    .assert_eq(&String::from_utf8_lossy(&o.stderr));
+}
+
 /// Two benches in one output directory would time each other's kernels and
 /// remove each other's databases: the second is refused at once.
 #[test]

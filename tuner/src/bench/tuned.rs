@@ -1,7 +1,7 @@
 //! The tuned side of the bench: a tuning job per shape through the `tune` library code into the bench database, topped up only to the trial budget, and the best trace it knows.
 
 use super::BenchError;
-use crate::commands::measure::{runner_target, runners, RunnerKind};
+use crate::commands::measure::{check_runners_accept, runner_target, runners, RunnerKind};
 use crate::search::StrategyKind;
 use crate::tune::confirm::ConfirmConfig;
 use crate::tune::job::{self, LoopState, Observer};
@@ -125,12 +125,14 @@ pub fn run_job(
 ) -> Result<(i64, usize), BenchError> {
     let tune_err =
         |e: anyhow::Error| BenchError::Tune { workload: label.to_string(), message: crate::commands::error_text(&e) };
+    let (runner_list, _) = runners(cfg.runner, &cfg.protocol, None, target_def, rt).map_err(tune_err)?;
+    // A VL no runner accepts is refused before any job starts, not failed per candidate.
+    check_runners_accept(&runner_list, cfg.runner, target_def, &cfg.vls).map_err(tune_err)?;
     let job_id = db.create_job(&NewJob {
         arguments: serde_json::to_string(cfg).map_err(|e| BenchError::Io(e.to_string()))?,
         seed: cfg.seed,
         strategy: cfg.strategy.name().to_string(),
     })?;
-    let (runner_list, _) = runners(cfg.runner, &cfg.protocol, None, target_def, rt).map_err(tune_err)?;
     let builder = LlvmBuilder::new()
         .with_seed(cfg.seed)
         .with_cache(ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?);

@@ -33,7 +33,7 @@
 //! before any twice.
 //!
 //! Neither a generation's frontier nor the proposal holds two samples of
-//! one vector program, or one of a measured candidate's ([`new_code`]):
+//! one code, or one of a measured candidate's ([`new_code`]):
 //! many one-step mutants change a decision the program does not depend on,
 //! and the model, seeing the same features, ranks them with their parent.
 
@@ -156,13 +156,13 @@ impl Evolutionary {
     }
 }
 
-/// `ranked` (best first) without the samples whose vector program is a
-/// measured candidate's (its digest, `code(i)`, in `measured`) or a
-/// better-ranked sample's: they would build code that is measured already,
-/// or will be (a decision the program does not depend on, such as the tail
-/// strategy of a loop without a tail, changes the trace and nothing else;
-/// on matmul under QEMU, two in five of a job's trials measured such a
-/// repeat before this). Samples without a digest (`None`: they do not
+/// `ranked` (best first) without the samples whose code is a measured
+/// candidate's (its digest, `code(i)`, in `measured`) or a better-ranked
+/// sample's: they would build code that is measured already, or will be (a
+/// decision the program does not depend on, such as an `unroll_max_step`
+/// budget no loop under it fits in, changes the trace and nothing else; on
+/// matmul under QEMU, two in five of a job's trials measured such a repeat
+/// before this). Samples without a digest (`None`: they do not
 /// lower, or their code is not one program, [`crate::cost_model::Lowered::code`])
 /// stay.
 fn new_code(ranked: Vec<usize>, code: impl Fn(usize) -> Option<u64>, measured: &FxHashSet<u64>) -> Vec<usize> {

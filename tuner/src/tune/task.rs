@@ -64,8 +64,8 @@ pub struct Task {
     pub space: DesignSpace,
     /// Trace texts measured already (by any job): never proposed again.
     pub measured: Texts,
-    /// Digests of the vector programs of the measured candidates (by any
-    /// job, failures included; [`crate::cost_model::Lowered::code`]): a
+    /// Digests of the code of the measured candidates (by any job,
+    /// failures included; [`crate::cost_model::Lowered::code`]): a
     /// candidate with one of them would build code measured already, and
     /// the evolutionary search does not propose it.
     pub codes: rustc_hash::FxHashSet<u64>,
