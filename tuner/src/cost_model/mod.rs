@@ -12,10 +12,11 @@ pub use gbdt::{CostModelError, Gbdt};
 
 use crate::tune::task::Task;
 use rayon::prelude::*;
-use scaletune_codegen::pipeline::{fixed_vl, lower_nest_unverified};
+use scaletune_codegen::pipeline::{fixed_vl, lower_nest_unverified, schedule};
 use scaletune_codegen::vprog::Program;
 use scaletune_space::caps::VectorCaps;
 use scaletune_space::design::Sample;
+use scaletune_space::ir::Nest;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -37,22 +38,18 @@ pub struct Row {
 pub struct Lowered {
     /// The features (see [`sample_features`]).
     pub features: Arc<[f32]>,
-    /// Digest of the code the candidate builds ([`code_digest`]): a
-    /// candidate with a measured one's would only measure that code again,
-    /// and [`Task::codes`] keeps the digests of the measured ones. `None`
-    /// where the program lowered here is not the code of every VL the task
-    /// measures at: a fixed-length scalable kind is built again for each
-    /// other VL ([`scaletune_codegen::pipeline::vl_builds`]), and a decision
-    /// that changes nothing at one VL (the tail of a loop the lanes divide)
-    /// can change the code at another.
-    pub code: Option<u64>,
+    /// Digest of the code the candidate builds at every VL the task
+    /// measures at (each program's [`code_digest`]): a candidate with a
+    /// measured one's would only measure that code again, and
+    /// [`Task::codes`] keeps the digests of the measured ones.
+    pub code: u64,
 }
 
-/// The digest [`Lowered::code`] of a candidate's vector program and its
-/// nest's vector capabilities: LLVM reads the program and the target with
-/// the schedule's vector kind ([`scaletune_codegen::pipeline::compile_nest`]),
-/// so equal programs of equal kinds build the same code. A fixed hash: the
-/// same in every process.
+/// The digest of a candidate's vector program and its nest's vector
+/// capabilities: LLVM reads the program and the target with the schedule's
+/// vector kind ([`scaletune_codegen::pipeline::compile_nest`]), so equal
+/// programs of equal kinds build the same code. A fixed hash: the same in
+/// every process.
 pub fn code_digest(prog: &Program, caps: &VectorCaps) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     prog.hash(&mut h);
@@ -60,24 +57,45 @@ pub fn code_digest(prog: &Program, caps: &VectorCaps) -> u64 {
     h.finish()
 }
 
-/// A sample of `task` lowered: its features and its code's digest (`None`
-/// if it does not lower).
+/// The nest and program a sample builds at `vl` when they are not the ones
+/// it was sampled with (`Some(None)`: they are; `None`: it does not
+/// schedule or lower there). A fixed-length scalable kind is scheduled
+/// again at each other VL, as the builder does
+/// ([`scaletune_codegen::pipeline::vl_builds`]), and a decision that
+/// changes nothing at one VL (the tail of a loop the lanes divide) can
+/// change the code at another.
+fn rebuilt_at(task: &Task, sample: &Sample, vl: u32) -> Option<Option<(Nest, Program)>> {
+    match fixed_vl(&sample.nest.caps) {
+        Some(own) if own != vl => {
+            let nest = schedule(&task.workload, Some(&sample.trace), &task.target, Some(vl)).ok()?;
+            let prog = lower_nest_unverified(&task.workload, &nest).ok()?;
+            Some(Some((nest, prog)))
+        }
+        _ => Some(None),
+    }
+}
+
+/// A sample of `task` lowered: its features (the mean of those of the
+/// program it builds at each of the task's VLs) and its code's digest
+/// (every program it builds). `None` if it does not lower, at any of them.
 pub fn sample_lowered(task: &Task, sample: &Sample) -> Option<Lowered> {
     let prog = lower_nest_unverified(&task.workload, &sample.nest).ok()?;
     let vls = if task.vls.is_empty() { vec![128] } else { task.vls.clone() };
     let mut sum = vec![0f32; features::N_FEATURES];
+    let mut digest = rustc_hash::FxHasher::default();
+    code_digest(&prog, &sample.nest.caps).hash(&mut digest);
     for &vl in &vls {
-        for (s, f) in sum.iter_mut().zip(features::features(&task.workload, &sample.nest, &prog, vl)) {
+        let other = rebuilt_at(task, sample, vl)?;
+        let (nest, p) = other.as_ref().map_or((&sample.nest, &prog), |(n, p)| (n, p));
+        if other.is_some() {
+            (vl, code_digest(p, &nest.caps)).hash(&mut digest);
+        }
+        for (s, f) in sum.iter_mut().zip(features::features(&task.workload, nest, p, vl)) {
             *s += f;
         }
     }
     let n = vls.len() as f32;
-    let caps = &sample.nest.caps;
-    let one_object = fixed_vl(caps).is_none_or(|own| vls.iter().all(|&vl| vl == own));
-    Some(Lowered {
-        features: sum.into_iter().map(|s| s / n).collect(),
-        code: one_object.then(|| code_digest(&prog, caps)),
-    })
+    Some(Lowered { features: sum.into_iter().map(|s| s / n).collect(), code: digest.finish() })
 }
 
 /// Feature vector of a sample of `task`: the mean of its features at the
@@ -179,9 +197,9 @@ impl FeatureCache {
     }
 
     /// The code digest of a sample lowered before (`None`: not lowered
-    /// yet, it does not lower, or it has none, see [`Lowered::code`]).
+    /// yet, or it does not lower).
     pub fn code(&self, sample: &Sample) -> Option<u64> {
-        self.known.get(sample.text()).and_then(|l| l.as_ref().and_then(|l| l.code))
+        self.known.get(sample.text()).and_then(|l| l.as_ref().map(|l| l.code))
     }
 
     /// Samples whose features are cached.
@@ -294,36 +312,65 @@ mod tests {
     }
 
     /// A candidate's code digest covers every VL it is measured at: a
-    /// fixed-length kind is rebuilt per VL, so only at its own VL does its
-    /// program stand for its code; a length-agnostic one's always does; and
-    /// the schedule's vector kind is part of the digest.
+    /// fixed-length kind is rebuilt per VL, and two candidates that build
+    /// one program at its own VL can build two at another (a column tail
+    /// of N=40 on neoverse-v1, whose own VL is 256 bits: 256-bit lanes
+    /// divide it, 512-bit ones do not). A
+    /// length-agnostic candidate builds one program for all VLs, and the
+    /// schedule's vector kind is part of the digest.
     #[test]
     fn a_code_digest_stands_for_the_code_of_every_measured_vl() {
-        let mut task = task();
+        use scaletune_space::mutators::mutate_sample;
+        let w = Arc::new(WorkloadRef::parse("matmul:M=64,N=40,K=32").expect("ref").load().expect("loads"));
+        let t = Arc::new(Target::load("neoverse-v1").expect("target"));
+        let space = DesignSpace::generate(&initial_nest(&w, &t));
+        let mut task = Task::new(0, w, t, 1.0, vec![], space);
         let mut rng = task_rng(4, 0);
-        let (mut fixed, mut agnostic) = (None, None);
-        while fixed.is_none() || agnostic.is_none() {
+        let code_at = |task: &mut Task, vls: &[u32], s: &Sample| {
+            task.vls = vls.to_vec();
+            sample_lowered(task, s).map(|l| l.code)
+        };
+        let mut pair = None;
+        let mut agnostic = None;
+        for _ in 0..400 {
             let s = task.space.sample(&mut rng).expect("samples");
-            let slot = if fixed_vl(&s.nest.caps).is_some() {
-                &mut fixed
-            } else if s.nest.caps.scalable {
-                &mut agnostic
-            } else {
+            if fixed_vl(&s.nest.caps) != Some(256) {
+                if s.nest.caps.scalable && lower_nest_unverified(&task.workload, &s.nest).is_ok() {
+                    agnostic.get_or_insert(s);
+                }
                 continue;
-            };
-            if slot.is_none() && lower_nest_unverified(&task.workload, &s.nest).is_ok() {
-                *slot = Some(s);
+            }
+            let Some(own) = code_at(&mut task, &[256], &s) else { continue };
+            for _ in 0..20 {
+                let Some((m, _)) = mutate_sample(&task.space, &s, &mut rng) else { break };
+                if m.nest.caps == s.nest.caps
+                    && code_at(&mut task, &[256], &m) == Some(own)
+                    && code_at(&mut task, &[256, 512], &m) != code_at(&mut task, &[256, 512], &s)
+                {
+                    pair = Some((s.clone(), m));
+                    break;
+                }
+            }
+            if pair.is_some() && agnostic.is_some() {
+                break;
             }
         }
-        let (fixed, agnostic) = (fixed.expect("drawn"), agnostic.expect("drawn"));
-        assert_eq!(task.vls, [128, 256]);
-        assert!(sample_lowered(&task, &fixed).expect("lowers").code.is_none(), "rebuilt for the other VL");
-        assert!(sample_lowered(&task, &agnostic).expect("lowers").code.is_some(), "one object for both VLs");
-        task.vls = vec![fixed_vl(&fixed.nest.caps).expect("fixed")];
-        let code = sample_lowered(&task, &fixed).expect("lowers").code;
-        let prog = lower_nest_unverified(&task.workload, &fixed.nest).expect("lowers");
-        assert_eq!(code, Some(code_digest(&prog, &fixed.nest.caps)), "at its own VL alone");
-        assert_ne!(code_digest(&prog, &fixed.nest.caps), code_digest(&prog, &agnostic.nest.caps), "the kind counts");
+        let (a, b) = pair.expect("two fixed-length candidates with one program at 256 bits and two at 512");
+        let at = |vl| {
+            let nest = schedule(&task.workload, Some(&a.trace), &task.target, Some(vl)).expect("schedules");
+            let other = schedule(&task.workload, Some(&b.trace), &task.target, Some(vl)).expect("schedules");
+            let lower = |n: &Nest| lower_nest_unverified(&task.workload, n).expect("lowers");
+            lower(&nest) == lower(&other)
+        };
+        assert!(at(256) && !at(512), "the builder's programs: the same at 256 bits only");
+        let agnostic = agnostic.expect("drawn");
+        let prog = lower_nest_unverified(&task.workload, &agnostic.nest).expect("lowers");
+        assert_eq!(
+            code_at(&mut task, &[256, 512], &agnostic),
+            code_at(&mut task, &[512], &agnostic),
+            "one object for both VLs"
+        );
+        assert_ne!(code_digest(&prog, &agnostic.nest.caps), code_digest(&prog, &a.nest.caps), "the kind counts");
     }
 
     /// A job's rows arrive in the order its farm finishes the candidates:

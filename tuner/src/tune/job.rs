@@ -244,7 +244,7 @@ impl Loop<'_> {
                 } else {
                     task.observe(sample, objective, inserted.id);
                     if let Some(lowered) = cost_model::sample_lowered(task, sample) {
-                        task.codes.extend(lowered.code);
+                        task.codes.insert(lowered.code);
                         if let Some(objective) = objective {
                             rows.push(Row { task: ti, features: lowered.features.to_vec(), objective });
                         }

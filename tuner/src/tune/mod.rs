@@ -174,7 +174,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
                 task.remeasured(rec.id, o, 1 + rec.remeasured.len());
             }
             if let Some(lowered) = cost_model::sample_lowered(&task, &sample) {
-                task.codes.extend(lowered.code);
+                task.codes.insert(lowered.code);
                 if let Some(objective) = objective {
                     training.push(Row { task: idx, features: lowered.features.to_vec(), objective });
                 }
