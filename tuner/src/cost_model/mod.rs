@@ -5,8 +5,11 @@
 //! model and the model ranks candidates within a task. The model only ever
 //! ranks; measured figures are what the job reports.
 
+mod digest;
 pub mod features;
 mod gbdt;
+
+pub use digest::{code_digest, UNROLLED_ANYWAY};
 
 pub use gbdt::{CostModelError, Gbdt};
 
@@ -14,7 +17,6 @@ use crate::tune::task::Task;
 use rayon::prelude::*;
 use scaletune_codegen::pipeline::{fixed_vl, lower_nest_unverified, schedule};
 use scaletune_codegen::vprog::Program;
-use scaletune_space::caps::VectorCaps;
 use scaletune_space::design::Sample;
 use scaletune_space::ir::Nest;
 use std::collections::HashMap;
@@ -43,18 +45,6 @@ pub struct Lowered {
     /// measured one's would only measure that code again, and
     /// [`Task::codes`] keeps the digests of the measured ones.
     pub code: u64,
-}
-
-/// The digest of a candidate's vector program and its nest's vector
-/// capabilities: LLVM reads the program and the target with the schedule's
-/// vector kind ([`scaletune_codegen::pipeline::compile_nest`]), so equal
-/// programs of equal kinds build the same code. A fixed hash: the same in
-/// every process.
-pub fn code_digest(prog: &Program, caps: &VectorCaps) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    prog.hash(&mut h);
-    caps.hash(&mut h);
-    h.finish()
 }
 
 /// The nest and program a sample builds at `vl` when they are not the ones
