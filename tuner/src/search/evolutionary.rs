@@ -6,14 +6,19 @@
 //! 2. Otherwise a pool of fresh samples and, for each of
 //!    [`Evolutionary::generations`] generations, mutants of the frontier
 //!    (first the task's parents, [`Task::parents`]: the elites, then the
-//!    best of every design-space trace; parents picked with a bias to the best,
+//!    best of every lineage, design-space trace and vector kind; parents
+//!    picked with a bias to the best,
 //!    [`scaletune_space::mutators::draft_mutant`]: decisions and
 //!    structural moves). With a trained cost model each generation's
 //!    frontier is its best-predicted mutants and the best-predicted two of
-//!    every design-space trace (`frontier_picks`), so the search walks
-//!    towards what the model likes without measuring the way there, in
-//!    every trace and not only the leading one.
-//! 3. `n - ⌈ε·n⌉` of the pool's best-predicted samples, plus `⌈ε·n⌉`
+//!    every lineage (`frontier_picks`), so the search walks towards what
+//!    the model likes without measuring the way there, in every trace and
+//!    vector kind and not only the leading one.
+//! 3. `n - ⌈ε·n⌉` of the pool's best-predicted samples, of which at least
+//!    [`Evolutionary::local`] are one-step mutants of the best candidate
+//!    known (bred apart, [`LOCAL_MUTANTS_PER_SAMPLE`] per sample: a local
+//!    search around the incumbent, whose neighbours the model may rank
+//!    below those of other parents), plus `⌈ε·n⌉`
 //!    fresh samples the model did not pick, from the design-space traces
 //!    measured least (exploration: the model is only as good as what it
 //!    has seen, and the elites' mutants all sit near the elites, so
@@ -39,7 +44,7 @@
 
 use super::{discard, new_samples, spread_samples, SearchStrategy, Texts};
 use crate::cost_model::{rank_scores, CostModel, FeatureCache};
-use crate::tune::task::Task;
+use crate::tune::task::{lineage, Task};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -58,11 +63,18 @@ pub struct Evolutionary {
     pub fresh_per_sample: usize,
     /// Share of each proposal picked at random instead of by the model.
     pub epsilon: f64,
+    /// Samples of each proposal that are the best-predicted new one-step
+    /// mutants of the best candidate known (a local search around it).
+    pub local: usize,
 }
+
+/// One-step mutants of the best candidate bred per proposal, as a multiple
+/// of the proposal size, among which [`Evolutionary::local`] are picked.
+pub const LOCAL_MUTANTS_PER_SAMPLE: usize = 4;
 
 impl Default for Evolutionary {
     fn default() -> Evolutionary {
-        Evolutionary { generations: 3, mutants_per_sample: 6, fresh_per_sample: 2, epsilon: 0.25 }
+        Evolutionary { generations: 3, mutants_per_sample: 6, fresh_per_sample: 2, epsilon: 0.25, local: 2 }
     }
 }
 
@@ -101,20 +113,27 @@ fn optimistic_order(predicted: Vec<Option<f32>>, families: &[usize], bonuses: &[
     rank_scores(scores.collect())
 }
 
-/// Children of each design-space trace that stay on the frontier of the
+/// Children of each lineage ([`lineage`]) that stay on the frontier of the
 /// next generation besides the best-predicted `2n` of all.
 pub const FAMILY_FRONTIER: usize = 2;
 
 /// The children that breed the next generation, as indices into `ranked`'s
-/// order (best predicted first): the first `keep`, then for each
-/// design-space trace (`families[i]` is child `i`'s) its first `per_family`
-/// not taken yet. Without the second part the frontier is all the leading
-/// family's: a trace whose best sample so far is a poor draw (one row,
-/// a tiny reduction block) needs two or three mutations in a row to show
-/// what it can do, and its one-step mutants never rank among the leader's.
-fn frontier_picks(ranked: &[usize], families: &[usize], keep: usize, per_family: usize) -> Vec<usize> {
+/// order (best predicted first): the first `keep`, then for each lineage
+/// (design-space trace and vector kind, [`lineage`]; `families[i]` is
+/// child `i`'s) its first `per_family` not taken yet. Without the second
+/// part the frontier is all the leading lineage's: a trace whose best
+/// sample so far is a poor draw (one row, a tiny reduction block), or a
+/// vector kind whose samples so far have the other kind's tails, needs two
+/// or three mutations in a row to show what it can do, and its one-step
+/// mutants never rank among the leader's.
+fn frontier_picks<K: std::hash::Hash + Eq + Copy>(
+    ranked: &[usize],
+    families: &[K],
+    keep: usize,
+    per_family: usize,
+) -> Vec<usize> {
     let mut picked: Vec<usize> = ranked.iter().copied().take(keep).collect();
-    let mut per: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut per: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
     for &i in &picked {
         *per.entry(families[i]).or_default() += 1;
     }
@@ -169,21 +188,41 @@ fn new_code(ranked: Vec<usize>, code: impl Fn(usize) -> Option<u64>, measured: &
     ranked.into_iter().filter(|&i| code(i).is_none_or(|c| !measured.contains(&c) && seen.insert(c))).collect()
 }
 
-/// Up to `n` pool indices: the first `n - explore` of `ranked` (best
-/// predicted first), then the first `explore` unpicked indices that are
-/// fresh samples (`is_fresh`), in pool order (the fresh samples are drawn
-/// least-tried design-space trace first), topped up at random from the
-/// other unpicked ones when too few fresh samples are left.
+/// Up to `n` pool indices: the first `local` of `ranked` (best predicted
+/// first) that are mutants of the best candidate (`is_local`), then the
+/// first others up to `n - explore` in all, then the first `explore`
+/// unpicked indices that are fresh samples (`is_fresh`), in pool order
+/// (the fresh samples are drawn least-tried design-space trace first),
+/// topped up at random from the other unpicked ones when too few fresh
+/// samples are left.
 fn pick(
     ranked: &[usize],
     n: usize,
     explore: usize,
+    (local, is_local): (usize, impl Fn(usize) -> bool),
     is_fresh: impl Fn(usize) -> bool,
     rng: &mut ChaCha8Rng,
 ) -> Vec<usize> {
     let exploit = n.saturating_sub(explore).min(ranked.len());
-    let mut picked: Vec<usize> = ranked[..exploit].to_vec();
-    let (mut fresh, mut others): (Vec<usize>, Vec<usize>) = ranked[exploit..].iter().partition(|&&i| is_fresh(i));
+    let mut taken = vec![false; ranked.len()];
+    let mut picked: Vec<usize> = Vec::with_capacity(n);
+    let locals = ranked.iter().enumerate().filter(|(_, &i)| is_local(i)).take(local.min(exploit));
+    let local_at: Vec<usize> = locals.map(|(at, _)| at).collect();
+    let mut others_left = exploit - local_at.len();
+    for at in local_at {
+        taken[at] = true;
+    }
+    for (at, &i) in ranked.iter().enumerate() {
+        if taken[at] {
+            picked.push(i);
+        } else if others_left > 0 {
+            others_left -= 1;
+            taken[at] = true;
+            picked.push(i);
+        }
+    }
+    let rest = ranked.iter().zip(&taken).filter(|(_, &t)| !t).map(|(&i, _)| i);
+    let (mut fresh, mut others): (Vec<usize>, Vec<usize>) = rest.partition(|&i| is_fresh(i));
     fresh.sort_unstable();
     others.shuffle(rng);
     let wanted = n.min(ranked.len()) - picked.len();
@@ -202,6 +241,12 @@ impl SearchStrategy for Evolutionary {
             return spread_samples(task, n, 20 * n + 20, &mut seen, rng);
         }
         let fresh = spread_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
+        let local = match (model, task.elites.first()) {
+            (Some(_), Some(best)) if self.local > 0 => {
+                self.breed(task, std::slice::from_ref(&best.sample), LOCAL_MUTANTS_PER_SAMPLE * n, &mut seen, rng)
+            }
+            _ => Vec::new(),
+        };
         let parents = task.parents();
         let mut frontier: Vec<Sample> = parents.clone();
         let mut mutants: Vec<Sample> = Vec::new();
@@ -216,7 +261,7 @@ impl SearchStrategy for Evolutionary {
                 Some(m) => {
                     let ranked = rank_optimistic(m, task, &children, &mut features);
                     let ranked = new_code(ranked, |i| features.code(&children[i]), &task.codes);
-                    let families: Vec<usize> = children.iter().map(|c| c.space_trace).collect();
+                    let families: Vec<(usize, usize)> = children.iter().map(lineage).collect();
                     let mut next: Vec<Sample> = parents.clone();
                     let picked = frontier_picks(&ranked, &families, (2 * n).max(1), FAMILY_FRONTIER);
                     next.extend(picked.into_iter().map(|i| children[i].clone()));
@@ -236,10 +281,13 @@ impl SearchStrategy for Evolutionary {
                 let first_fresh = mutants.len();
                 let mut pool = mutants;
                 pool.extend(fresh);
+                let first_local = pool.len();
+                pool.extend(local);
                 let ranked = rank_optimistic(m, task, &pool, &mut features);
                 let ranked = new_code(ranked, |i| features.code(&pool[i]), &task.codes);
                 let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
-                let picked = pick(&ranked, n, explore, |i| i >= first_fresh, rng);
+                let is_fresh = |i: usize| (first_fresh..first_local).contains(&i);
+                let picked = pick(&ranked, n, explore, (self.local, |i| i >= first_local), is_fresh, rng);
                 let mut pool: Vec<Option<Sample>> = pool.into_iter().map(Some).collect();
                 let out = picked.into_iter().map(|i| pool[i].take().expect("each index picked once")).collect();
                 discard(pool.into_iter().flatten().collect());
@@ -276,8 +324,25 @@ mod tests {
         // Pool: 0..20 mutants, 20..25 fresh; the model ranks the mutants
         // first and fresh sample 21 above them all.
         let ranked: Vec<usize> = std::iter::once(21).chain(0..21).chain(22..25).collect();
-        let picked = pick(&ranked, 8, 2, |i| i >= 20, &mut rng);
+        let picked = pick(&ranked, 8, 2, (0, |_| false), |i| i >= 20, &mut rng);
         assert_eq!(picked, [21, 0, 1, 2, 3, 4, 20, 22], "the first unpicked fresh samples, in pool order");
+    }
+
+    #[test]
+    fn the_best_predicted_mutants_of_the_best_candidate_have_slots_of_their_own() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        // Pool: 0..20 mutants, 20..25 fresh, 25..30 mutants of the best,
+        // of which 27 and 25 rank 3rd and 9th.
+        let ranked: Vec<usize> =
+            [0, 1, 27, 2, 3, 4, 5, 6, 25, 7].into_iter().chain(8..25).chain([26, 28, 29]).collect();
+        let local = |i: usize| i >= 25;
+        let fresh = |i: usize| (20..25).contains(&i);
+        // 8 picks, 2 explored: 2 of the 6 exploited are the best's mutants.
+        assert_eq!(pick(&ranked, 8, 2, (2, local), fresh, &mut rng), [0, 1, 27, 2, 3, 25, 20, 21]);
+        // Without local slots, the model's first 6 alone.
+        assert_eq!(pick(&ranked, 8, 2, (0, local), fresh, &mut rng), [0, 1, 27, 2, 3, 4, 20, 21]);
+        // Never more local slots than exploited ones.
+        assert_eq!(pick(&ranked, 3, 2, (2, local), fresh, &mut rng), [27, 20, 21]);
     }
 
     #[test]
@@ -325,11 +390,11 @@ mod tests {
     fn too_few_fresh_samples_are_topped_up_from_the_rest_and_a_small_pool_is_taken_whole() {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let ranked: Vec<usize> = vec![3, 0, 4, 1, 2, 5];
-        let picked = pick(&ranked, 5, 3, |i| i == 5, &mut rng);
+        let picked = pick(&ranked, 5, 3, (0, |_| false), |i| i == 5, &mut rng);
         assert_eq!(picked[..2], [3, 0]);
         assert_eq!(picked.len(), 5);
         assert!(picked.contains(&5), "the one fresh sample is explored: {picked:?}");
-        let mut all = pick(&ranked, 10, 3, |_| false, &mut rng);
+        let mut all = pick(&ranked, 10, 3, (0, |_| false), |_| false, &mut rng);
         all.sort_unstable();
         assert_eq!(all, [0, 1, 2, 3, 4, 5]);
     }

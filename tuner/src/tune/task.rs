@@ -11,8 +11,9 @@ use std::sync::Arc;
 /// How many of the best measured samples a task keeps as parents.
 pub const ELITES: usize = 32;
 
-/// How many of the best measured samples of each design-space trace are
-/// parents besides the elites (see [`Task::parents`]).
+/// How many of the best measured samples of each lineage (design-space
+/// trace and vector kind, [`lineage`]) are parents besides the elites (see
+/// [`Task::parents`]).
 pub const FAMILY_PARENTS: usize = 2;
 
 /// A measured sample and its objective (lower is better).
@@ -71,9 +72,9 @@ pub struct Task {
     pub codes: rustc_hash::FxHashSet<u64>,
     /// The best measured samples, best first (at most [`ELITES`]).
     pub elites: Vec<Scored>,
-    /// Per design-space trace, its best measured samples, best first (at
-    /// most [`FAMILY_PARENTS`]).
-    pub family_best: BTreeMap<usize, Vec<Scored>>,
+    /// Per lineage ([`lineage`]), its best measured samples, best first
+    /// (at most [`FAMILY_PARENTS`]).
+    pub family_best: BTreeMap<(usize, usize), Vec<Scored>>,
     /// Per design-space trace, how many of its samples were measured (by
     /// this job or found in the database; failures included).
     pub family_tries: BTreeMap<usize, usize>,
@@ -139,11 +140,12 @@ impl Task {
     }
 
     /// The parents of mutation: the elites, best first, then the best
-    /// [`FAMILY_PARENTS`] samples of every design-space trace that are not
-    /// elites (best first). The elites alone can all come from one
-    /// design-space trace that looked best early; mutating the others' best
-    /// too keeps the search from settling there while the cost model has
-    /// seen little of the rest.
+    /// [`FAMILY_PARENTS`] samples of every lineage (design-space trace and
+    /// vector kind, [`lineage`]) that are not elites (best first). The
+    /// elites alone can all come from one design-space trace, or one vector
+    /// kind, that looked best early; mutating the others' best too keeps
+    /// the search from settling there while the cost model has seen little
+    /// of the rest.
     pub fn parents(&self) -> Vec<Sample> {
         let mut out: Vec<Sample> = self.elites.iter().map(|s| s.sample.clone()).collect();
         let mut others: Vec<&Scored> =
@@ -226,7 +228,7 @@ impl Task {
             let ahead =
                 |s: &Scored| rank_order(s.objective, objective, || (s.sample.text().to_string(), text.clone())).is_le();
             let scored = Scored { objective, sample: sample.clone(), record, runs: 1 };
-            let family = self.family_best.entry(sample.space_trace).or_default();
+            let family = self.family_best.entry(lineage(sample)).or_default();
             let pos = family.partition_point(ahead);
             if pos < FAMILY_PARENTS {
                 family.insert(pos, scored.clone());
@@ -250,6 +252,17 @@ impl Task {
         trace.apply(&mut nest).ok()?;
         Some(Sample::new(k, trace.clone(), nest, 0))
     }
+}
+
+/// A sample's lineage: its design-space trace and the vector kind its
+/// schedule chose (the kind's index in its nest's kinds, `usize::MAX` if
+/// none). A schedule of one kind is rarely one mutation away from the best
+/// of another: on neoverse-v1, an `sve` micro-kernel wants another column
+/// tail than a NEON one of the same tiles (a scalar tail of 31 columns at
+/// VL 512 costs more than the vectors save).
+pub fn lineage(sample: &Sample) -> (usize, usize) {
+    let kind = sample.nest.kinds.iter().position(|(_, caps)| *caps == sample.nest.caps).unwrap_or(usize::MAX);
+    (sample.space_trace, kind)
 }
 
 /// A task of `reference` on `host` with its default design space, for tests.
@@ -293,7 +306,7 @@ mod tests {
         let p = t.parents();
         assert_eq!(p.len(), ELITES + FAMILY_PARENTS);
         assert_eq!(families(&p[ELITES..]), [1, 1]);
-        assert_eq!(t.family_best[&1].iter().map(|s| s.record).collect::<Vec<_>>(), [100, 102]);
+        assert_eq!(t.family_best[&lineage(&sample(&t, 1))].iter().map(|s| s.record).collect::<Vec<_>>(), [100, 102]);
         // A fast sample of the second trace becomes an elite, and is not a parent twice.
         let s = sample(&t, 1);
         t.observe(&s, Some(0.5), 200);
@@ -303,7 +316,7 @@ mod tests {
         // A candidate that failed when measured again is no parent at all.
         t.forget(200);
         assert_eq!(t.elites.len(), ELITES - 1);
-        assert_eq!(t.family_best[&1].iter().map(|s| s.record).collect::<Vec<_>>(), [100]);
+        assert_eq!(t.family_best[&lineage(&sample(&t, 1))].iter().map(|s| s.record).collect::<Vec<_>>(), [100]);
         assert_eq!(families(&t.parents()[ELITES - 1..]), [1]);
     }
 
@@ -394,5 +407,35 @@ mod tests {
         assert_eq!(forward, ranked(&[7, 6, 5, 4, 3, 2, 1, 0]));
         assert_eq!(forward, ranked(&[3, 0, 6, 1, 7, 2, 5, 4]));
         assert_eq!(forward.0.len(), 8);
+    }
+
+    /// The parents hold the best of every vector kind of a design-space
+    /// trace, however many elites another kind of the same trace has.
+    #[test]
+    fn every_vector_kind_of_a_design_space_trace_has_its_best_among_the_parents() {
+        use scaletune_codegen::pipeline::initial_nest;
+        let w = Arc::new(scaletune_space::workload::load("matmul:M=32,N=40,K=8").expect("workload"));
+        let target = Arc::new(Target::load("neoverse-v1").expect("target"));
+        let space = DesignSpace::generate(&initial_nest(&w, &target));
+        let mut t = Task::new(0, w, target, 1.0, vec![128, 256], space);
+        let mut rng = scaletune_space::sample::task_rng(2, 0);
+        let first = t.space.sample_trace(0, &mut rng).expect("draws");
+        let mut record = 0;
+        while t.elites.len() < ELITES {
+            let s = t.space.sample_trace(0, &mut rng).expect("draws");
+            if lineage(&s) == lineage(&first) {
+                t.observe(&s, Some(1.0 + record as f64), record);
+                record += 1;
+            }
+        }
+        let other = std::iter::repeat_with(|| t.space.sample_trace(0, &mut rng).expect("draws"))
+            .take(200)
+            .find(|s| lineage(s).1 != lineage(&first).1)
+            .expect("another vector kind in 200 draws");
+        t.observe(&other, Some(1000.0), 1000);
+        assert_eq!(t.elites.len(), ELITES, "not an elite: slower than all of them");
+        let parents = t.parents();
+        assert_eq!(parents.len(), ELITES + 1);
+        assert_eq!(parents[ELITES].text(), other.text(), "the best of the other kind");
     }
 }
