@@ -36,15 +36,8 @@ pub trait Mutator {
     /// if there is no other choice.
     fn redecide(&self, trace: &Trace, i: usize, before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst>;
 
-    /// Decisions after instruction `i` of `trace` changed along with it
-    /// (decisions that depend on it, such as the tails of the vector kind):
-    /// none by default. Returns whether any changed.
-    fn follow_up(&self, _trace: &mut Trace, _i: usize, _rng: &mut ChaCha8Rng) -> bool {
-        false
-    }
-
     /// A mutated trace, its decisions made but not replayed: the trace with
-    /// one decision changed (and its [`Mutator::follow_up`]s), the index of that instruction and the nest and
+    /// one decision changed, the index of that instruction and the nest and
     /// bindings of the instructions before it. `None` if the mutator finds
     /// nothing to change (it tries up to 8 instructions).
     fn decide(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, usize, (Nest, Bindings))> {
@@ -66,7 +59,6 @@ pub trait Mutator {
             let Some(inst) = self.redecide(trace, i, before, rng) else { continue };
             let mut t = trace.clone();
             t.insts[i] = inst;
-            self.follow_up(&mut t, i, rng);
             return Some((t, i, before.clone()));
         }
         None
@@ -219,8 +211,7 @@ impl Draft {
 fn decide(s: &Sample, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Decided> {
     for m in mutator_order(rng) {
         if let Some((trace, from, before)) = m.decide(&s.trace, nest, rng) {
-            let one_line = trace.insts[from + 1..].iter().zip(&s.trace.insts[from + 1..]).all(|(a, b)| a == b);
-            let text = if one_line { respliced(s.text(), from, &trace) } else { Arc::from(trace.to_string()) };
+            let text = respliced(s.text(), from, &trace);
             return Some(Decided { space_trace: s.space_trace, trace, text, from, before, name: m.name() });
         }
     }
@@ -316,37 +307,6 @@ mod tests {
             }
         }
         assert_eq!(worked.len(), registry().len(), "{worked:?}");
-    }
-
-    /// A new vector kind comes with its tails drawn again half the time;
-    /// any other categorical changes alone; a draft's text is its trace's
-    /// either way.
-    #[test]
-    fn a_new_vector_kind_draws_its_tails_again_half_the_time() {
-        let space = space_of("matmul:M=64,N=90,K=32");
-        let mut rng = task_rng(3, 0);
-        let (mut with_tails, mut kind_only, mut others) = (0, 0, 0);
-        for _ in 0..200 {
-            let s = space.sample(&mut rng).expect("samples");
-            let Some((t, i, _)) = MutateCategorical.decide(&s.trace, &space.nest, &mut rng) else { continue };
-            let changed: Vec<usize> = (0..t.insts.len()).filter(|&k| t.insts[k] != s.trace.insts[k]).collect();
-            if categorical::samples(&t, i, true) {
-                assert_eq!(changed[0], i);
-                assert!(changed[1..].iter().all(|&k| categorical::samples(&t, k, false)), "only tails follow");
-                if changed.len() > 1 {
-                    with_tails += 1
-                } else {
-                    kind_only += 1
-                }
-            } else {
-                assert_eq!(changed, [i], "one decision");
-                others += 1;
-            }
-            if let Some(d) = decide(&s, &space.nest, &mut rng) {
-                assert_eq!(**d.text(), d.trace.to_string(), "the draft's text");
-            }
-        }
-        assert!(with_tails >= 5 && kind_only >= 5 && others >= 5, "{with_tails} {kind_only} {others}");
     }
 
     fn space_of(reference: &str) -> DesignSpace {
