@@ -408,10 +408,9 @@ mod tests {
         assert_eq!(new_code(ranked, |i| codes[i], &measured), [1, 4, 2, 5], "the better-ranked of 0 and 1 stays");
     }
 
-    /// A proposal holds no two samples of one vector program and none of a
-    /// measured candidate's, where many mutants repeat their parents' code.
-    #[test]
-    fn a_proposal_builds_no_code_twice_and_none_measured_already() {
+    /// A task of 24 measured samples (made-up objectives), its codes
+    /// recorded, and a model trained on them.
+    fn measured_task() -> (Task, CostModel, ChaCha8Rng) {
         use crate::cost_model::{sample_lowered, Row};
         let mut task = crate::tune::task::test_task("matmul:M=32,N=32,K=16");
         let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -425,6 +424,38 @@ mod tests {
             rows.push(Row { task: 0, features: lowered.features.to_vec(), objective });
         }
         let model = CostModel::train(&rows, 1).expect("trains").expect("enough rows");
+        (task, model, rng)
+    }
+
+    /// The local places are filled with mutants of the best candidate,
+    /// bred apart from the generations: a search that breeds nothing else
+    /// proposes them, and nothing without them.
+    #[test]
+    fn the_local_places_hold_new_mutants_of_the_best_candidate() {
+        let (task, model, mut rng) = measured_task();
+        let best = task.best_scored().expect("measured").sample.clone();
+        let only_local =
+            |local| Evolutionary { generations: 1, mutants_per_sample: 0, fresh_per_sample: 0, epsilon: 0.0, local };
+        let proposed = only_local(8).propose(&task, Some(&model), 8, &mut rng);
+        assert_eq!(proposed.len(), 8);
+        let decision_mutants = proposed
+            .iter()
+            .filter(|s| {
+                s.space_trace == best.space_trace && s.trace.without_decisions() == best.trace.without_decisions()
+            })
+            .count();
+        // The rest are structural moves from it (one mutant in seven or so).
+        assert!(decision_mutants >= 4, "{decision_mutants} of 8 change decisions of the best");
+        assert!(proposed.iter().all(|s| !task.measured.contains(&**s.text())), "new ones");
+        assert!(only_local(0).propose(&task, Some(&model), 8, &mut rng).is_empty());
+    }
+
+    /// A proposal holds no two samples of one vector program and none of a
+    /// measured candidate's, where many mutants repeat their parents' code.
+    #[test]
+    fn a_proposal_builds_no_code_twice_and_none_measured_already() {
+        use crate::cost_model::sample_lowered;
+        let (task, model, mut rng) = measured_task();
         let mut search = Evolutionary::default();
         // Without the filter, these parents' one-step mutants repeat their
         // code often: the test would not show anything otherwise.
