@@ -238,6 +238,35 @@ fn search_efficiency_under_qemu_counts_cycles_and_repeats_exactly() {
     assert_eq!(run(), first, "a second run gives the same table");
 }
 
+/// `--first-seed` and `--strategies` pick the runs: here evolutionary's
+/// seed 4 alone, the run a `--seeds 4` bench would make last, and no
+/// random run (its database is not written, and no ratio is printed).
+#[test]
+fn search_efficiency_runs_the_seeds_and_strategies_it_is_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().to_str().expect("utf-8").to_string();
+    let on = ["--target", "neoverse-v1", "--vl", "128", "--first-seed", "4", "--strategies", "evolutionary"];
+    let o = scaletune(&search_args(&out_dir, "2", "matmul:M=8,N=8,K=4", &on));
+    assert!(o.status.success(), "{}", text(&o));
+    let table = stdout(&o);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| l.starts_with("random ") || l.starts_with("evolutionary "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{table}");
+    assert_eq!(rows[0][..3], ["evolutionary", "4", "2"], "{table}");
+    assert!(!table.contains("random needs"), "{table}");
+    let search = dir.path().join("search");
+    let mut dbs: Vec<String> = std::fs::read_dir(&search)
+        .expect("search dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".db"))
+        .collect();
+    dbs.sort();
+    assert_eq!(dbs, ["evolutionary-4.db"]);
+}
+
 /// A vector length no runner accepts is refused before any trial runs,
 /// rather than failing every candidate.
 #[test]

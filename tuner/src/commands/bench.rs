@@ -48,6 +48,16 @@ pub struct BenchArgs {
     /// Runs per strategy of `--search-efficiency`.
     #[arg(long, default_value_t = 3)]
     pub seeds: u64,
+    /// The first seed of `--search-efficiency`: runs use seeds
+    /// `first-seed .. first-seed + seeds` (e.g. `--first-seed 4 --seeds 3`
+    /// adds seeds 4 to 6 to an earlier run's 1 to 3).
+    #[arg(long, default_value_t = 1, requires = "search_efficiency")]
+    pub first_seed: u64,
+    /// The strategies `--search-efficiency` runs (comma-separated). Running
+    /// one alone compares it with nothing; its table still gives its trials
+    /// to 95% of the best of the runs it made.
+    #[arg(long, value_enum, value_delimiter = ',', default_values = ["random", "evolutionary"], requires = "search_efficiency")]
+    pub strategies: Vec<StrategyKind>,
     /// The target of `--search-efficiency`. A target the host cannot run
     /// (e.g. `neoverse-v1`) runs under QEMU with estimated cycles as the
     /// objective: the same candidate always gets the same figure, so the
@@ -143,8 +153,17 @@ fn search_efficiency(args: &BenchArgs, rt: &Handle) -> anyhow::Result<u8> {
     }
     let reference = args.shapes.first().cloned().unwrap_or_else(|| bench::HOST_SHAPES[0].to_string());
     let flops = crate::pipeline::load_workload_to_run(&reference)?.flops();
-    let seeds: Vec<u64> = (1..=args.seeds).collect();
-    let strategies = [StrategyKind::Random, StrategyKind::Evolutionary];
+    let last_seed = args.first_seed.checked_add(args.seeds - 1).context("--first-seed plus --seeds overflows")?;
+    let seeds: Vec<u64> = (args.first_seed..=last_seed).collect();
+    let mut strategies: Vec<StrategyKind> = Vec::new();
+    for &s in &args.strategies {
+        if !strategies.contains(&s) {
+            strategies.push(s);
+        }
+    }
+    if strategies.is_empty() {
+        bail!("--strategies needs at least one of random, evolutionary");
+    }
     let dir = args.out.join("search");
     let on = bench::search::On::new(&args.target, &args.vl)?;
     let mut runs = bench::search::run(&reference, &on, trials, &seeds, &strategies, &dir, rt)?;
