@@ -270,6 +270,10 @@ fn search_efficiency_runs_the_seeds_and_strategies_it_is_given() {
         .collect();
     dbs.sort();
     assert_eq!(dbs, ["evolutionary-4.db"]);
+    // The job ran with seed 4, the seed stream a `--seeds 4` run's fourth job has.
+    let db = scaletune_database::Database::open(&search.join("evolutionary-4.db")).expect("opens");
+    let jobs: Vec<(u64, String)> = db.jobs().expect("jobs").into_iter().map(|j| (j.seed, j.strategy)).collect();
+    assert_eq!(jobs, [(4, "evolutionary".to_string())]);
 }
 
 /// A vector length no runner accepts is refused before any trial runs,
