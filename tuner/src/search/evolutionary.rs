@@ -192,6 +192,12 @@ fn new_code(ranked: Vec<usize>, code: impl Fn(usize) -> Option<u64>, measured: &
     ranked.into_iter().filter(|&i| code(i).is_none_or(|c| !measured.contains(&c) && seen.insert(c))).collect()
 }
 
+/// The places of a proposal of `n` that a share of it takes: `⌈share·n⌉`,
+/// at most `n` (a share of a small proposal is at least one place).
+fn places(n: usize, share: f64) -> usize {
+    ((n as f64 * share).ceil() as usize).min(n)
+}
+
 /// Up to `n` pool indices: the first `local` of `ranked` (best predicted
 /// first) that are mutants of the best candidate (`is_local`), then the
 /// first others up to `n - explore` in all, then the first `explore`
@@ -289,10 +295,10 @@ impl SearchStrategy for Evolutionary {
                 pool.extend(local);
                 let ranked = rank_optimistic(m, task, &pool, &mut features);
                 let ranked = new_code(ranked, |i| features.code(&pool[i]), &task.codes);
-                let explore = ((n as f64 * self.epsilon).ceil() as usize).min(n);
+                let explore = places(n, self.epsilon);
                 let is_fresh = |i: usize| (first_fresh..first_local).contains(&i);
-                let local_places = ((n as f64 * self.local).ceil() as usize).min(n);
-                let picked = pick(&ranked, n, explore, (local_places, |i| i >= first_local), is_fresh, rng);
+                let local = (places(n, self.local), |i| i >= first_local);
+                let picked = pick(&ranked, n, explore, local, is_fresh, rng);
                 let mut pool: Vec<Option<Sample>> = pool.into_iter().map(Some).collect();
                 let out = picked.into_iter().map(|i| pool[i].take().expect("each index picked once")).collect();
                 discard(pool.into_iter().flatten().collect());
@@ -331,6 +337,19 @@ mod tests {
         let ranked: Vec<usize> = std::iter::once(21).chain(0..21).chain(22..25).collect();
         let picked = pick(&ranked, 8, 2, (0, |_| false), |i| i >= 20, &mut rng);
         assert_eq!(picked, [21, 0, 1, 2, 3, 4, 20, 22], "the first unpicked fresh samples, in pool order");
+    }
+
+    /// Exploration and the local search take shares of a proposal,
+    /// rounded up and never more than the proposal.
+    #[test]
+    fn a_share_of_a_proposal_is_rounded_up_to_whole_places() {
+        let of_8: Vec<usize> = [0.0, 0.1, 0.25, 0.5, 1.0, 1.5].iter().map(|&s| places(8, s)).collect();
+        assert_eq!(of_8, [0, 1, 2, 4, 8, 8]);
+        assert_eq!(places(3, 0.5), 2);
+        assert_eq!(places(0, 0.5), 0);
+        // The default search: 2 of a batch of 8 explored, 4 around the best.
+        let d = Evolutionary::default();
+        assert_eq!((places(8, d.epsilon), places(8, d.local)), (2, 4));
     }
 
     #[test]
