@@ -18,7 +18,9 @@
 //!    `⌈local·n⌉` ([`Evolutionary::local`]) are one-step mutants of the best candidate
 //!    known (bred apart, [`LOCAL_MUTANTS_PER_SAMPLE`] per sample: a local
 //!    search around the incumbent, whose neighbours the model may rank
-//!    below those of other parents), plus `⌈ε·n⌉`
+//!    below those of other parents; once the best stops improving, the
+//!    local search takes turns around the best of other lineages,
+//!    [`STALL_TRIALS`]), plus `⌈ε·n⌉`
 //!    fresh samples the model did not pick, from the design-space traces
 //!    measured least (exploration: the model is only as good as what it
 //!    has seen, and the elites' mutants all sit near the elites, so
@@ -179,6 +181,36 @@ impl Evolutionary {
     }
 }
 
+/// Trials without a better best after which the local places of a
+/// proposal take turns (one proposal each) between the best of the
+/// [`RIVALS`] leading other lineages ([`Task::rivals`]) and the best
+/// candidate.
+pub const STALL_TRIALS: usize = 24;
+
+/// Lineages besides the best candidate's that the local search visits
+/// while the best does not improve ([`STALL_TRIALS`]).
+pub const RIVALS: usize = 2;
+
+/// The sample whose one-step mutants fill the local places of a proposal
+/// of `n`: the best candidate, or, once the best has not improved for
+/// [`STALL_TRIALS`] trials, in turn per proposal the best of each of the
+/// [`RIVALS`] leading other lineages and the best candidate. A best found
+/// early in one lineage (a length-agnostic micro-kernel with predicated
+/// tails, say) has neighbours that are all slower, while the lineage that
+/// holds the fastest code (the fixed-length kernel of the same tiles,
+/// which wants other tails) is two or three steps from its own best and
+/// never gets the local places.
+fn local_center(task: &Task, n: usize) -> Option<&Sample> {
+    let best = &task.elites.first()?.sample;
+    let stalled = task.stalled_trials();
+    if stalled < STALL_TRIALS {
+        return Some(best);
+    }
+    let rivals = task.rivals().into_iter().take(RIVALS).map(|s| &s.sample);
+    let centers: Vec<&Sample> = rivals.chain(std::iter::once(best)).collect();
+    Some(centers[(stalled - STALL_TRIALS) / n.max(1) % centers.len()])
+}
+
 /// `ranked` (best first) without the samples whose code is a measured
 /// candidate's (its digest, `code(i)`, in `measured`) or a better-ranked
 /// sample's: they would build code that is measured already, or will be (a
@@ -251,9 +283,9 @@ impl SearchStrategy for Evolutionary {
             return spread_samples(task, n, 20 * n + 20, &mut seen, rng);
         }
         let fresh = spread_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
-        let local = match (model, task.elites.first()) {
-            (Some(_), Some(best)) if self.local > 0.0 => {
-                self.breed(task, std::slice::from_ref(&best.sample), LOCAL_MUTANTS_PER_SAMPLE * n, &mut seen, rng)
+        let local = match (model, local_center(task, n)) {
+            (Some(_), Some(center)) if self.local > 0.0 => {
+                self.breed(task, std::slice::from_ref(center), LOCAL_MUTANTS_PER_SAMPLE * n, &mut seen, rng)
             }
             _ => Vec::new(),
         };
@@ -328,6 +360,7 @@ impl SearchStrategy for Evolutionary {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use std::sync::Arc;
 
     #[test]
     fn exploration_picks_fresh_samples_the_model_passed_over() {
@@ -472,6 +505,31 @@ mod tests {
         assert!(decision_mutants >= 4, "{decision_mutants} of 8 change decisions of the best");
         assert!(proposed.iter().all(|s| !task.measured.contains(&**s.text())), "new ones");
         assert!(only_local(0.0).propose(&task, Some(&model), 8, &mut rng).is_empty());
+    }
+
+    /// While the best improves, the local places go to its mutants; after
+    /// [`STALL_TRIALS`] trials without, they take turns per proposal
+    /// between the two leading other lineages' best and the best.
+    #[test]
+    fn a_stalled_local_search_takes_turns_around_the_best_of_other_lineages() {
+        let (mut task, _, _) = measured_task();
+        let best = task.best_scored().expect("measured").sample.text().clone();
+        let rivals: Vec<Arc<str>> = task.rivals().iter().map(|s| s.sample.text().clone()).collect();
+        assert!(rivals.len() >= RIVALS, "{} other lineages", rivals.len());
+        let center = |task: &Task| local_center(task, 8).expect("a best").text().clone();
+        assert_eq!(center(&task), best, "no trial yet");
+        task.curve = vec![(0, 3.0)];
+        for stalled in 1..=STALL_TRIALS + 4 * 8 {
+            task.curve.push((stalled, 3.0));
+            assert_eq!(task.stalled_trials(), stalled);
+            let want = match stalled.checked_sub(STALL_TRIALS).map(|s| s / 8 % 3) {
+                None | Some(2) => &best,
+                Some(k) => &rivals[k],
+            };
+            assert_eq!(&center(&task), want, "after {stalled} trials without a better best");
+        }
+        task.curve.push((100, 2.5));
+        assert_eq!(center(&task), best, "an improvement brings the places back to the best");
     }
 
     /// A proposal holds no two samples of one vector program and none of a

@@ -155,6 +155,24 @@ impl Task {
         out
     }
 
+    /// This job's trials for the task since the last one that made the
+    /// best better (0 before any trial, and right after an improvement).
+    pub fn stalled_trials(&self) -> usize {
+        let Some(&(_, now)) = self.curve.last() else { return 0 };
+        let first = self.curve.iter().position(|&(_, best)| best == now).unwrap_or(0);
+        self.curve.len() - 1 - first
+    }
+
+    /// The best of every lineage other than the best candidate's, best
+    /// first (ties by record).
+    pub fn rivals(&self) -> Vec<&Scored> {
+        let leader = self.elites.first().map(|s| lineage(&s.sample));
+        let mut out: Vec<&Scored> =
+            self.family_best.iter().filter(|(k, _)| Some(**k) != leader).filter_map(|(_, v)| v.first()).collect();
+        out.sort_by(|a, b| a.objective.total_cmp(&b.objective).then(a.record.cmp(&b.record)));
+        out
+    }
+
     /// Drops a record from the elites and the parents (a candidate that
     /// failed when measured again).
     pub fn forget(&mut self, record: i64) {
@@ -318,6 +336,23 @@ mod tests {
         assert_eq!(t.elites.len(), ELITES - 1);
         assert_eq!(t.family_best[&lineage(&sample(&t, 1))].iter().map(|s| s.record).collect::<Vec<_>>(), [100]);
         assert_eq!(families(&t.parents()[ELITES - 1..]), [1]);
+    }
+
+    #[test]
+    fn a_task_counts_the_trials_since_its_best_improved_and_ranks_the_other_lineages() {
+        let mut t = task();
+        assert_eq!(t.stalled_trials(), 0, "no trial yet");
+        t.curve = vec![(1, 9.0), (2, 5.0), (3, 5.0), (4, 5.0)];
+        assert_eq!(t.stalled_trials(), 2);
+        t.curve.push((5, 4.0));
+        assert_eq!(t.stalled_trials(), 0, "an improvement resets it");
+        // Lineage 0 leads; 2 (best 3.0) ranks before 1 (best 7.0).
+        for (record, (family, objective)) in [(0, 1.0), (1, 8.0), (1, 7.0), (2, 3.0), (0, 2.0)].into_iter().enumerate()
+        {
+            t.observe(&sample(&t, family), Some(objective), record as i64);
+        }
+        let rivals: Vec<(usize, f64)> = t.rivals().iter().map(|s| (s.sample.space_trace, s.objective)).collect();
+        assert_eq!(rivals, [(2, 3.0), (1, 7.0)], "each other lineage's best, the leader's left out");
     }
 
     #[test]
