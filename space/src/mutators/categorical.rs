@@ -1,8 +1,8 @@
-//! Mutating categorical decisions: tails, gather strategies, vector kinds, unroll depth.
+//! Mutating categorical decisions: tails, gather strategies, vector kinds, unroll depth; and swapping the vector kind with the tails after it drawn again.
 
 use super::Mutator;
 use crate::ir::Nest;
-use crate::trace::{Bindings, Inst, SArg, Trace, ValueRv};
+use crate::trace::{Bindings, Cand, Inst, SArg, Trace, ValueRv};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -65,4 +65,37 @@ impl Mutator for MutateUnroll {
     fn redecide(&self, trace: &Trace, i: usize, _before: &(Nest, Bindings), rng: &mut ChaCha8Rng) -> Option<Inst> {
         redecide_categorical(&trace.insts[i], rng)
     }
+}
+
+/// True if instruction `i` of `trace` samples a categorical of vector kinds
+/// (`kinds`) or of tail strategies (otherwise).
+pub(super) fn samples(trace: &Trace, i: usize, kinds: bool) -> bool {
+    matches!(&trace.insts[i], Inst::SampleCategorical { candidates, .. }
+        if !candidates.is_empty()
+            && candidates.iter().all(|c| if kinds { matches!(c, Cand::Kind(_)) } else { matches!(c, Cand::Tail(_)) }))
+}
+
+/// `trace` with another vector kind, picked at random, and every tail
+/// strategy after it drawn again by its probabilities: the index of the
+/// kind's instruction and the trace, not replayed. `None` if the trace
+/// samples no vector kind or has only one.
+pub(super) fn swap_kind(trace: &Trace, rng: &mut ChaCha8Rng) -> Option<(usize, Trace)> {
+    let i = (0..trace.insts.len()).find(|&i| samples(trace, i, true))?;
+    let inst = redecide_categorical(&trace.insts[i], rng)?;
+    let mut t = trace.clone();
+    t.insts[i] = inst;
+    for k in i + 1..t.insts.len() {
+        if !samples(&t, k, false) {
+            continue;
+        }
+        let Inst::SampleCategorical { probs, decision, .. } = &mut t.insts[k] else { continue };
+        let total: f64 = probs.iter().sum();
+        let mut x = rng.gen::<f64>() * total;
+        let drawn = probs.iter().position(|p| {
+            x -= p;
+            x < 0.0
+        });
+        *decision = Some(drawn.unwrap_or(probs.len() - 1));
+    }
+    Some((i, t))
 }

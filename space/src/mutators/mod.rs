@@ -263,6 +263,25 @@ pub fn draft_mutant(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Op
     None
 }
 
+/// A sample of `space` like `s` but of another vector kind, with the tail
+/// strategies after the kind drawn again (which tail is fastest depends
+/// on the kind: on neoverse-v1 a length-agnostic `sve-vla` micro-kernel
+/// runs well with predicated column tails, where the fixed-length `sve`
+/// kernel of the same tiles wants them peeled, so the best of one kind is
+/// often two or more decisions away from the best of the other). Up to 8
+/// tries until one replays; `None` if `s` samples no vector kind, has one
+/// only, or none replays.
+pub fn swap_kind(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Option<Sample> {
+    for _ in 0..8 {
+        let (i, trace) = categorical::swap_kind(&s.trace, rng)?;
+        let before = prefix_state(&trace, i, &space.nest).as_ref().clone()?;
+        if let Some((trace, nest, _)) = replay_from(trace, i, before) {
+            return Some(Sample::new(s.space_trace, trace, nest, 0));
+        }
+    }
+    None
+}
+
 /// A mutant of a sample of `space` and the name of the mutator that made
 /// it: up to 8 [`draft_mutant`]s, until one replays (`None` if none does,
 /// or if there is nothing to mutate).
@@ -307,6 +326,31 @@ mod tests {
             }
         }
         assert_eq!(worked.len(), registry().len(), "{worked:?}");
+    }
+
+    /// A kind swap changes the vector kind, may change the tails after it
+    /// and nothing else, and its sample is its trace replayed.
+    #[test]
+    fn a_kind_swap_changes_the_vector_kind_and_redraws_only_the_tails_after_it() {
+        let space = space_of("matmul:M=64,N=90,K=32");
+        let mut rng = task_rng(3, 0);
+        let (mut swapped, mut tails_changed) = (0, 0);
+        for _ in 0..60 {
+            let s = space.sample(&mut rng).expect("samples");
+            let Some(m) = swap_kind(&space, &s, &mut rng) else { continue };
+            swapped += 1;
+            let changed: Vec<usize> =
+                (0..m.trace.insts.len()).filter(|&k| m.trace.insts[k] != s.trace.insts[k]).collect();
+            assert!(categorical::samples(&m.trace, changed[0], true), "the kind changes first: {changed:?}");
+            assert!(changed[1..].iter().all(|&k| categorical::samples(&m.trace, k, false)), "then only tails");
+            tails_changed += usize::from(changed.len() > 1);
+            assert_eq!(m.trace.without_decisions(), s.trace.without_decisions());
+            assert_ne!(m.nest.caps, s.nest.caps, "another vector kind");
+            let mut nest = space.nest.clone();
+            m.trace.apply(&mut nest).expect("replays");
+            assert_eq!(nest, m.nest, "the sample is its trace's");
+        }
+        assert!(swapped >= 30 && tails_changed >= 5, "{swapped} swapped, {tails_changed} with new tails");
     }
 
     fn space_of(reference: &str) -> DesignSpace {

@@ -19,8 +19,9 @@
 //!    known (bred apart, [`LOCAL_MUTANTS_PER_SAMPLE`] per sample: a local
 //!    search around the incumbent, whose neighbours the model may rank
 //!    below those of other parents; once the best stops improving, the
-//!    local search takes turns around the best of other lineages,
-//!    [`STALL_TRIALS`]), plus `⌈ε·n⌉`
+//!    local search takes turns around the best of other lineages, and its
+//!    pool also holds the centre with its vector kind swapped and its
+//!    tails drawn again, [`STALL_TRIALS`]), plus `⌈ε·n⌉`
 //!    fresh samples the model did not pick, from the design-space traces
 //!    measured least (exploration: the model is only as good as what it
 //!    has seen, and the elites' mutants all sit near the elites, so
@@ -52,7 +53,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashSet;
 use scaletune_space::design::Sample;
-use scaletune_space::mutators::draft_mutant;
+use scaletune_space::mutators::{draft_mutant, swap_kind};
 
 /// Settings of the evolutionary search.
 #[derive(Clone, Debug)]
@@ -184,7 +185,12 @@ impl Evolutionary {
 /// Trials without a better best after which the local places of a
 /// proposal take turns (one proposal each) between the best of the
 /// [`RIVALS`] leading other lineages ([`Task::rivals`]) and the best
-/// candidate.
+/// candidate, and their pool also holds `n` samples of the centre with
+/// another vector kind and the tails after it drawn again ([`swap_kind`]).
+/// On matmul 127x255x63 under QEMU (six seeds), a run whose first good
+/// candidate was a length-agnostic kernel with predicated tails (136.7 k
+/// cycles) otherwise spent 150 trials around it before the fixed-length
+/// kernel of peeled tails (116 k) came up; with both, 80.
 pub const STALL_TRIALS: usize = 24;
 
 /// Lineages besides the best candidate's that the local search visits
@@ -209,6 +215,22 @@ fn local_center(task: &Task, n: usize) -> Option<&Sample> {
     let rivals = task.rivals().into_iter().take(RIVALS).map(|s| &s.sample);
     let centers: Vec<&Sample> = rivals.chain(std::iter::once(best)).collect();
     Some(centers[(stalled - STALL_TRIALS) / n.max(1) % centers.len()])
+}
+
+impl Evolutionary {
+    /// The samples a proposal of `n` picks its local places from: new
+    /// one-step mutants of [`local_center`] ([`LOCAL_MUTANTS_PER_SAMPLE`]
+    /// per place of the proposal) and, once the best has stalled
+    /// ([`STALL_TRIALS`]), `n` new samples of the centre with another
+    /// vector kind ([`swap_kind`]). Empty before anything was measured.
+    fn local_pool(&self, task: &Task, n: usize, seen: &mut Texts, rng: &mut ChaCha8Rng) -> Vec<Sample> {
+        let Some(center) = local_center(task, n) else { return Vec::new() };
+        let mut local = self.breed(task, std::slice::from_ref(center), LOCAL_MUTANTS_PER_SAMPLE * n, seen, rng);
+        if task.stalled_trials() >= STALL_TRIALS {
+            local.extend(new_samples(task, n, 4 * n, seen, rng, |r| swap_kind(&task.space, center, r)));
+        }
+        local
+    }
 }
 
 /// `ranked` (best first) without the samples whose code is a measured
@@ -283,10 +305,8 @@ impl SearchStrategy for Evolutionary {
             return spread_samples(task, n, 20 * n + 20, &mut seen, rng);
         }
         let fresh = spread_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
-        let local = match (model, local_center(task, n)) {
-            (Some(_), Some(center)) if self.local > 0.0 => {
-                self.breed(task, std::slice::from_ref(center), LOCAL_MUTANTS_PER_SAMPLE * n, &mut seen, rng)
-            }
+        let local = match model {
+            Some(_) if self.local > 0.0 => self.local_pool(task, n, &mut seen, rng),
             _ => Vec::new(),
         };
         let parents = task.parents();
@@ -530,6 +550,46 @@ mod tests {
         }
         task.curve.push((100, 2.5));
         assert_eq!(center(&task), best, "an improvement brings the places back to the best");
+    }
+
+    /// Once the best stalls, the local pool also holds the centre with its
+    /// vector kind swapped and its tails drawn again (the kind and at
+    /// least one tail changed at once, which no one-step mutant does).
+    #[test]
+    fn a_stalled_local_search_also_tries_the_centre_in_another_vector_kind() {
+        use scaletune_codegen::pipeline::initial_nest;
+        let w = Arc::new(scaletune_space::workload::load("matmul:M=32,N=40,K=8").expect("workload"));
+        let target = Arc::new(scaletune_codegen::target::Target::load("neoverse-v1").expect("target"));
+        let space = scaletune_space::design::DesignSpace::generate(&initial_nest(&w, &target));
+        let mut task = Task::new(0, w, target, 1.0, vec![128, 256], space);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for r in 0..24 {
+            let s = task.space.sample_trace(0, &mut rng).expect("samples");
+            task.observe(&s, Some(1.0 + r as f64), r);
+        }
+        let search = Evolutionary::default();
+        let swaps = |task: &Task, rng: &mut ChaCha8Rng| {
+            let pool = search.local_pool(task, 8, &mut Texts::default(), rng);
+            let center = local_center(task, 8).expect("a best");
+            let changed = |s: &Sample| s.trace.insts.iter().zip(&center.trace.insts).filter(|(a, b)| a != b).count();
+            let swapped = pool.iter().filter(|s| {
+                s.space_trace == center.space_trace
+                    && s.trace.without_decisions() == center.trace.without_decisions()
+                    && s.nest.caps != center.nest.caps
+                    && changed(s) >= 2
+            });
+            (pool.len(), swapped.count())
+        };
+        let (bred, swapped) = swaps(&task, &mut rng);
+        assert_eq!(
+            (bred, swapped),
+            (LOCAL_MUTANTS_PER_SAMPLE * 8, 0),
+            "while the best improves, one-step mutants only"
+        );
+        task.curve = (0..=STALL_TRIALS + 16).map(|t| (t, 3.0)).collect();
+        assert_eq!(local_center(&task, 8).map(Sample::text), task.best_scored().map(|s| s.sample.text()));
+        let (bred, swapped) = swaps(&task, &mut rng);
+        assert!(bred > LOCAL_MUTANTS_PER_SAMPLE * 8 && swapped >= 2, "{bred} in the pool, {swapped} swapped");
     }
 
     /// A proposal holds no two samples of one vector program and none of a
