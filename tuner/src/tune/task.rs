@@ -155,12 +155,13 @@ impl Task {
         out
     }
 
-    /// This job's trials for the task since the last one that made the
-    /// best better (0 before any trial, and right after an improvement).
+    /// This job's trials for the task since the last one after which the
+    /// best was better than before it (0 before any trial, and right after
+    /// an improvement; counted from the first trial if none improved). A
+    /// re-measurement that makes the best's figure worse is no improvement.
     pub fn stalled_trials(&self) -> usize {
-        let Some(&(_, now)) = self.curve.last() else { return 0 };
-        let first = self.curve.iter().position(|&(_, best)| best == now).unwrap_or(0);
-        self.curve.len() - 1 - first
+        let improved = self.curve.windows(2).rposition(|w| w[1].1 < w[0].1).map_or(0, |k| k + 1);
+        self.curve.len().saturating_sub(1 + improved)
     }
 
     /// The best of every lineage other than the best candidate's, best
@@ -346,6 +347,8 @@ mod tests {
         assert_eq!(t.stalled_trials(), 2);
         t.curve.push((5, 4.0));
         assert_eq!(t.stalled_trials(), 0, "an improvement resets it");
+        t.curve.extend([(6, 4.0), (7, 4.2), (8, 4.2)]);
+        assert_eq!(t.stalled_trials(), 3, "the best re-measured slower is no improvement");
         // Lineage 0 leads; 2 (best 3.0) ranks before 1 (best 7.0).
         for (record, (family, objective)) in [(0, 1.0), (1, 8.0), (1, 7.0), (2, 3.0), (0, 2.0)].into_iter().enumerate()
         {
