@@ -2,6 +2,7 @@
 
 use super::Mutator;
 use crate::ir::Nest;
+use crate::sample::sample_categorical;
 use crate::trace::{Bindings, Cand, Inst, SArg, Trace, ValueRv};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -76,7 +77,8 @@ pub(super) fn samples(trace: &Trace, i: usize, kinds: bool) -> bool {
 }
 
 /// `trace` with another vector kind, picked at random, and every tail
-/// strategy after it drawn again by its probabilities: the index of the
+/// strategy after it drawn again by its probabilities (a tail whose
+/// probabilities cannot be drawn from keeps its decision): the index of the
 /// kind's instruction and the trace, not replayed. `None` if the trace
 /// samples no vector kind or has only one.
 pub(super) fn swap_kind(trace: &Trace, rng: &mut ChaCha8Rng) -> Option<(usize, Trace)> {
@@ -89,13 +91,9 @@ pub(super) fn swap_kind(trace: &Trace, rng: &mut ChaCha8Rng) -> Option<(usize, T
             continue;
         }
         let Inst::SampleCategorical { probs, decision, .. } = &mut t.insts[k] else { continue };
-        let total: f64 = probs.iter().sum();
-        let mut x = rng.gen::<f64>() * total;
-        let drawn = probs.iter().position(|p| {
-            x -= p;
-            x < 0.0
-        });
-        *decision = Some(drawn.unwrap_or(probs.len() - 1));
+        if let Ok(drawn) = sample_categorical(probs, rng) {
+            *decision = Some(drawn);
+        }
     }
     Some((i, t))
 }
