@@ -67,7 +67,9 @@ pub struct Evolutionary {
     /// Share of each proposal picked at random instead of by the model.
     pub epsilon: f64,
     /// Share of each proposal that is the best-predicted new one-step
-    /// mutants of the best candidate known (a local search around it),
+    /// mutants of the best candidate known (a local search around it; once
+    /// the best stalls, in turn around other lineages, with kind swaps:
+    /// [`STALL_TRIALS`]),
     /// `⌈local·n⌉` of `n` places. Half: on matmul 127x255x63 under QEMU
     /// (batches of 8, six seeds) the median run came within 5 % of the best
     /// in 68 trials with four places, 80 with two, 76 with six, and 112 with
