@@ -1,4 +1,4 @@
-//! The farm: a batch with crashing, hanging and wrong candidates, overlap of builders and runners, queueing vs timeouts, runner faults.
+//! The farm: a batch with crashing, hanging and wrong candidates, overlap of builders and runners (none with a runner that times this machine), queueing vs timeouts, runner faults.
 //!
 //! Faulty kernels cannot come out of a valid schedule, so the candidates
 //! that crash, hang or compute a wrong result are hand-written C kernels
@@ -309,6 +309,47 @@ impl Builder for Prebuilt {
     fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
         self.0.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness for {}", c.id)))
     }
+}
+
+/// Like [`Prebuilt`], but each build takes 40 ms.
+struct SlowPrebuilt(Mutex<HashMap<u64, Built>>);
+
+impl Builder for SlowPrebuilt {
+    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
+        std::thread::sleep(Duration::from_millis(40));
+        self.0.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness for {}", c.id)))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_build_runs_while_the_native_runner_times_a_candidate() {
+    // Six candidates, two build workers, one native runner whose runs take
+    // about 60 ms (a checked call and two repeats of a kernel that sleeps
+    // 20 ms). A runner that does not time this machine overlaps runs and
+    // builds (`a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one`).
+    let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 2, min_repeat_ms: 0, ..quick() };
+    let (w, t) = (workload("scale_add:N=256"), target("host"));
+    let timeout = Duration::from_secs(30);
+    let source = scale_add_c(256, "usleep(20000);");
+    let built = (0..6).map(|id| (id, common::crafted_built(id, &w, &t, &source, timeout))).collect();
+    let candidates = (0..6)
+        .map(|id| {
+            Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone()).with_timeout(timeout)
+        })
+        .collect();
+    let farm = Farm::new(Arc::new(SlowPrebuilt(Mutex::new(built))), 2, natives(1, protocol)).with_max_ahead(16);
+    let report = farm.measure(candidates).await;
+    assert_eq!(report.measurements.len(), 6);
+    assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
+    let tl = &report.timeline;
+    assert_eq!((tl.builds().len(), tl.runs().len()), (6, 6));
+    assert_eq!(tl.build_run_overlap(), Duration::ZERO, "{tl:#?}");
+    // The two workers still build at the same time (the first two builds
+    // start before anything is built to run).
+    let builds = tl.builds();
+    let together =
+        builds.iter().any(|x| builds.iter().any(|y| x.candidate != y.candidate && x.start < y.end && y.start < x.end));
+    assert!(together, "{tl:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

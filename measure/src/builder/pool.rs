@@ -2,6 +2,7 @@
 
 use super::{panic_message, BuildError, Builder, VlBuild};
 use crate::candidate::Candidate;
+use crate::farm::Quiet;
 use crate::runner::Built;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -77,7 +78,7 @@ impl BuilderPool {
     /// in completion order. Must be called inside a tokio runtime.
     pub fn spawn(&self, candidates: Vec<Candidate>) -> mpsc::UnboundedReceiver<BuildOutcome> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut gated = self.spawn_gated(candidates, None, None);
+        let mut gated = self.spawn_gated(candidates, None, None, None);
         tokio::spawn(async move {
             while let Some((outcome, _)) = gated.recv().await {
                 if tx.send(outcome).is_err() {
@@ -91,12 +92,14 @@ impl BuilderPool {
     /// Like [`BuilderPool::spawn`]; with a `gate`, each worker takes a permit
     /// before it takes a candidate and hands it over with the outcome (a farm
     /// keeps it until the candidate starts running, bounding how far builds
-    /// run ahead). `hook` sees every start and end.
+    /// run ahead). `hook` sees every start and end. With `quiet`, each build
+    /// waits for its admission ([`Quiet::build`]).
     pub(crate) fn spawn_gated(
         &self,
         candidates: Vec<Candidate>,
         gate: Option<Arc<Semaphore>>,
         hook: Option<BuildHook>,
+        quiet: Option<Arc<Quiet>>,
     ) -> mpsc::UnboundedReceiver<GatedOutcome> {
         let (tx, rx) = mpsc::unbounded_channel();
         let queue = Arc::new(Mutex::new(VecDeque::from(candidates)));
@@ -105,6 +108,7 @@ impl BuilderPool {
             let builder = Arc::clone(&self.builder);
             let gate = gate.clone();
             let hook = hook.clone();
+            let quiet = quiet.clone();
             let tx = tx.clone();
             tokio::spawn(async move {
                 loop {
@@ -117,6 +121,10 @@ impl BuilderPool {
                     };
                     let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or(None);
                     let Some(candidate) = next else { break };
+                    let admitted = match &quiet {
+                        Some(q) => Some(q.build().await),
+                        None => None,
+                    };
                     if let Some(h) = &hook {
                         h(&candidate, BuildPhase::Start);
                     }
@@ -124,6 +132,7 @@ impl BuilderPool {
                     if let Some(h) = &hook {
                         h(&outcome.candidate, BuildPhase::End);
                     }
+                    drop(admitted);
                     if tx.send((outcome, permit)).is_err() {
                         break;
                     }

@@ -1,11 +1,12 @@
 //! The farm's coordinator: one task that owns the ready queue and the runner slots and assembles the measurements.
 
 use super::timeline::{EventKind, EventLog};
+use super::{Farm, Quiet};
 use crate::builder::{BuildHook, BuildOutcome, BuildPhase, BuilderPool};
 use crate::candidate::Candidate;
 use crate::result::{Measurement, Status, VlMeasurement};
-use crate::runner::health::{assemble, follow_up, FaultPolicy, FollowUp, Roster, Verdict};
-use crate::runner::{Built, FaultKind, Runner, RunnerFault};
+use crate::runner::health::{assemble, follow_up, FollowUp, Roster, Verdict};
+use crate::runner::{Built, FaultKind, RunnerFault};
 use scaletune_codegen::target::Target;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -13,17 +14,17 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-/// Starts the coordinator of one batch.
+/// Starts the coordinator of one batch on `farm`'s builders and runners
+/// (a clone of the farm: its pool and admission are shared).
 pub(super) fn start(
-    pool: BuilderPool,
-    runners: Vec<Arc<dyn Runner>>,
+    farm: Farm,
     candidates: Vec<Candidate>,
     max_ahead: usize,
-    policy: FaultPolicy,
     log: Arc<EventLog>,
     results: UnboundedSender<Measurement>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
+        let Farm { pool, runners, policy, quiet, .. } = farm;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let slots = runners
             .iter()
@@ -36,6 +37,7 @@ pub(super) fn start(
             ready: VecDeque::new(),
             progress: HashMap::new(),
             running: 0,
+            quiet,
             log,
             results,
             events_tx,
@@ -98,6 +100,8 @@ struct Coordinator {
     ready: VecDeque<Ready>,
     progress: HashMap<u64, Progress>,
     running: usize,
+    /// Keeps builds and runs that time this machine apart.
+    quiet: Arc<Quiet>,
     log: Arc<EventLog>,
     results: UnboundedSender<Measurement>,
     events_tx: UnboundedSender<Event>,
@@ -121,7 +125,9 @@ impl Coordinator {
             log.record(c.id, kind, None, &[]);
         });
         let gate = Arc::new(Semaphore::new(max_ahead));
-        let mut builds = pool.spawn_gated(to_build, Some(gate), Some(hook));
+        // Builds hold `quiet` only when some runner times this machine.
+        let quiet = self.roster.times_this_machine().then(|| Arc::clone(&self.quiet));
+        let mut builds = pool.spawn_gated(to_build, Some(gate), Some(hook), quiet);
         let mut builds_open = true;
         loop {
             self.dispatch();
@@ -277,9 +283,16 @@ impl Coordinator {
         self.running += 1;
         let runner = self.roster.runner(self.slots[slot].runner);
         let name = runner.name();
-        self.log.record(candidate, EventKind::RunStart, Some((slot, name.clone())), &vls);
+        let quiet = runner.times_this_machine().then(|| Arc::clone(&self.quiet));
         let (tx, log) = (self.events_tx.clone(), Arc::clone(&self.log));
         tokio::spawn(async move {
+            // Timed on this machine: the builds under way finish first, and
+            // no other starts until the run is over.
+            let _alone = match quiet {
+                Some(q) => Some(q.run().await),
+                None => None,
+            };
+            log.record(candidate, EventKind::RunStart, Some((slot, name.clone())), &vls);
             let (b, v) = (Arc::clone(&built), vls.clone());
             // A separate task, so that a panicking runner is a JoinError here.
             let joined = tokio::spawn(async move { runner.try_run(b, &v).await }).await;

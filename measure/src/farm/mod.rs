@@ -12,6 +12,9 @@
 //! slot never idles while accepted work is queued, builds continue while
 //! runs execute, and several runners are busy at once. Results stream back in
 //! completion order; a candidate is done when all its vector lengths are.
+//! The exception: a run timed with the wall clock on this machine
+//! ([`Runner::times_this_machine`]: the native runner) never overlaps a
+//! build (the `quiet` module), which would otherwise slow its repeats.
 //!
 //! Faults are results: a build failure (or builder panic) is
 //! `Measurement::build_error`; a crash, timeout or wrong result reported by
@@ -29,7 +32,10 @@
 //! completes. Every build and run is recorded on a [`Timeline`].
 
 mod dispatch;
+mod quiet;
 mod timeline;
+
+pub(crate) use quiet::Quiet;
 
 pub use timeline::{Event, EventKind, Span, Timeline};
 
@@ -50,6 +56,8 @@ pub struct Farm {
     runners: Vec<Arc<dyn Runner>>,
     max_ahead: Option<usize>,
     policy: FaultPolicy,
+    /// Shared by every batch of this farm and its clones.
+    quiet: Arc<Quiet>,
 }
 
 impl std::fmt::Debug for Farm {
@@ -62,7 +70,13 @@ impl std::fmt::Debug for Farm {
 impl Farm {
     /// A farm with `builders` build workers running `builder`, and `runners`.
     pub fn new(builder: Arc<dyn Builder>, builders: usize, runners: Vec<Arc<dyn Runner>>) -> Farm {
-        Farm { pool: BuilderPool::new(builder, builders), runners, max_ahead: None, policy: FaultPolicy::default() }
+        Farm {
+            pool: BuilderPool::new(builder, builders),
+            runners,
+            max_ahead: None,
+            policy: FaultPolicy::default(),
+            quiet: Arc::default(),
+        }
     }
 
     /// How runner faults are handled (default: [`FaultPolicy::default`]).
@@ -94,15 +108,7 @@ impl Farm {
         let log = Arc::new(EventLog::new());
         let (tx, rx) = mpsc::unbounded_channel();
         let max_ahead = self.max_ahead.unwrap_or(self.pool.workers() + 2 * self.slots());
-        let task = dispatch::start(
-            self.pool.clone(),
-            self.runners.clone(),
-            candidates,
-            max_ahead,
-            self.policy.clone(),
-            Arc::clone(&log),
-            tx,
-        );
+        let task = dispatch::start(self.clone(), candidates, max_ahead, Arc::clone(&log), tx);
         Batch { results: rx, log, task }
     }
 

@@ -107,6 +107,11 @@ impl Roster {
         Arc::clone(&self.runners[r])
     }
 
+    /// True if some runner times this machine ([`Runner::times_this_machine`]).
+    pub(crate) fn times_this_machine(&self) -> bool {
+        self.runners.iter().any(|r| r.times_this_machine())
+    }
+
     pub(crate) fn policy(&self) -> &FaultPolicy {
         &self.policy
     }

@@ -53,6 +53,13 @@ pub trait Runner: Send + Sync {
         1
     }
 
+    /// True if this runner's figures are wall-clock times taken on this
+    /// machine, which builds running at the same time would slow down: a
+    /// [`Farm`](crate::farm::Farm) builds nothing while such a run executes.
+    fn times_this_machine(&self) -> bool {
+        false
+    }
+
     /// Runs a built candidate at each vector length. Failures are results.
     async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement>;
 

@@ -121,6 +121,10 @@ impl Runner for NativeRunner {
         self.slots
     }
 
+    fn times_this_machine(&self) -> bool {
+        true
+    }
+
     async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
         let mut out = Vec::with_capacity(vl_bits.len());
         for &vl in vl_bits {
