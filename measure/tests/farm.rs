@@ -302,23 +302,33 @@ fn a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one() {
     assert!(third_start <= build_3_end, "{tl:#?}");
 }
 
-/// Hands out harnesses built before the batch, so that every build ends at once.
-struct Prebuilt(Mutex<HashMap<u64, Built>>);
+/// Hands out harnesses built before the batch, each after `delay` (zero:
+/// every build ends at once).
+struct Prebuilt {
+    harnesses: Mutex<HashMap<u64, Built>>,
+    delay: Duration,
+}
 
 impl Builder for Prebuilt {
     fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
-        self.0.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness for {}", c.id)))
+        std::thread::sleep(self.delay);
+        let harness = self.harnesses.lock().expect("lock").remove(&c.id);
+        harness.ok_or_else(|| BuildError::Other(format!("no harness for {}", c.id)))
     }
 }
 
-/// Like [`Prebuilt`], but each build takes 40 ms.
-struct SlowPrebuilt(Mutex<HashMap<u64, Built>>);
-
-impl Builder for SlowPrebuilt {
-    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
-        std::thread::sleep(Duration::from_millis(40));
-        self.0.lock().expect("lock").remove(&c.id).ok_or_else(|| BuildError::Other(format!("no harness for {}", c.id)))
-    }
+/// `n` candidates of `scale_add:N=256` whose kernel runs `body` first,
+/// with `timeout`, and a builder handing out their harnesses after `delay`.
+fn crafted_batch(n: u64, body: &str, timeout: Duration, delay: Duration) -> (Prebuilt, Vec<Candidate>) {
+    let (w, t) = (workload("scale_add:N=256"), target("host"));
+    let source = scale_add_c(256, body);
+    let harnesses = (0..n).map(|id| (id, common::crafted_built(id, &w, &t, &source, timeout))).collect();
+    let candidates = (0..n)
+        .map(|id| {
+            Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone()).with_timeout(timeout)
+        })
+        .collect();
+    (Prebuilt { harnesses: Mutex::new(harnesses), delay }, candidates)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -328,16 +338,8 @@ async fn no_build_runs_while_the_native_runner_times_a_candidate() {
     // 20 ms). A runner that does not time this machine overlaps runs and
     // builds (`a_run_starts_while_a_build_is_held_and_no_built_candidate_waits_for_one`).
     let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 2, min_repeat_ms: 0, ..quick() };
-    let (w, t) = (workload("scale_add:N=256"), target("host"));
-    let timeout = Duration::from_secs(30);
-    let source = scale_add_c(256, "usleep(20000);");
-    let built = (0..6).map(|id| (id, common::crafted_built(id, &w, &t, &source, timeout))).collect();
-    let candidates = (0..6)
-        .map(|id| {
-            Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone()).with_timeout(timeout)
-        })
-        .collect();
-    let farm = Farm::new(Arc::new(SlowPrebuilt(Mutex::new(built))), 2, natives(1, protocol)).with_max_ahead(16);
+    let (builder, candidates) = crafted_batch(6, "usleep(20000);", Duration::from_secs(30), Duration::from_millis(40));
+    let farm = Farm::new(Arc::new(builder), 2, natives(1, protocol)).with_max_ahead(16);
     let report = farm.measure(candidates).await;
     assert_eq!(report.measurements.len(), 6);
     assert!(report.measurements.iter().all(|m| m.status == Status::Ok), "{:?}", report.measurements);
@@ -359,16 +361,9 @@ async fn waiting_in_the_queue_does_not_count_toward_the_timeout() {
     // load; the timeout is 2 s; all seven candidates are built at once, so
     // the last ones wait in the queue for longer than their timeout.
     let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 4, min_repeat_ms: 0, ..quick() };
-    let (w, t) = (workload("scale_add:N=256"), target("host"));
     let timeout = Duration::from_secs(2);
-    let object_source = scale_add_c(256, "usleep(100000);");
-    let built = (0..7).map(|id| (id, common::crafted_built(id, &w, &t, &object_source, timeout))).collect();
-    let candidates = (0..7)
-        .map(|id| {
-            Candidate::new(id, Arc::clone(&w), Arc::clone(&t), scale_add_traces()[0].clone()).with_timeout(timeout)
-        })
-        .collect();
-    let farm = Farm::new(Arc::new(Prebuilt(Mutex::new(built))), 2, natives(1, protocol)).with_max_ahead(16);
+    let (builder, candidates) = crafted_batch(7, "usleep(100000);", timeout, Duration::ZERO);
+    let farm = Farm::new(Arc::new(builder), 2, natives(1, protocol)).with_max_ahead(16);
     let report = farm.measure(candidates).await;
     assert_eq!(report.measurements.len(), 7);
     for m in &report.measurements {
