@@ -3,7 +3,8 @@
 //! On a machine with two cores, two build workers and a timed run are three
 //! busy threads: the run is time-sliced with a build for part of its
 //! repeats and measures up to twice its time (matmul 512^3 on a 2-core
-//! Zen 4: one repeat in ten at 1.5 to 2 times the fastest of the same run).
+//! Zen 4: one candidate in ten had a median repeat 1.37 or more times its
+//! fastest; 1.02 once the run had the machine to itself).
 //! [`Quiet`] admits either builds (any number) or timed runs (any number:
 //! runners pinned to different cores may time at once), never both. A run
 //! waiting for the builds under way to finish stops new builds from
