@@ -60,7 +60,7 @@ pub use harness::{
     driver_source, CheckRequest, Harness, HarnessError, LinkExtras, PreparedRun, RunCheck, RunOptions, RunOutput,
 };
 pub use protocol::TimingProtocol;
-pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement};
+pub use result::{Emulated, Measurement, Status, Timing, VlMeasurement, MAX_WAIT_SHARE};
 pub use runner::check::CheckRunner;
 pub use runner::exec::{check, run_once, run_with};
 pub use runner::health::FaultPolicy;

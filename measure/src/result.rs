@@ -55,7 +55,25 @@ pub struct Timing {
     pub spread: f64,
     /// Kernel calls per repeat actually used (after `min_repeat_ms` scaling).
     pub number: u32,
+    /// Seconds per call that each repeat's threads spent runnable but
+    /// waiting for a CPU another task held (their run-queue delay), one
+    /// entry per entry of `repeats_s`; empty where the system does not
+    /// report it (not Linux) or the driver predates it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waited_s: Vec<f64>,
+    /// Repeats the driver timed again because their threads waited for a
+    /// CPU longer than [`MAX_WAIT_SHARE`] of them (at most as many as
+    /// `repeats_s` holds; after that, disturbed repeats are kept).
+    #[serde(default)]
+    pub discarded: u32,
 }
+
+/// The share of a repeat its threads may spend waiting for a CPU before the
+/// driver counts it as disturbed by other tasks and times it again (the
+/// driver's `SCALETUNE_DRV_MAX_WAIT_PERMILLE`). An idle machine's own
+/// housekeeping stays far below it (a few hundredths of a per cent);
+/// a build sharing the core takes a third to a half of it.
+pub const MAX_WAIT_SHARE: f64 = 0.02;
 
 impl Timing {
     /// Summarizes repeats (seconds per call).
@@ -63,7 +81,29 @@ impl Timing {
         let median_s = crate::stats::median(repeats_s.clone()).unwrap_or(f64::NAN);
         let (lo, hi) = repeats_s.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
         let spread = if repeats_s.is_empty() || median_s <= 0.0 { f64::NAN } else { (hi - lo) / median_s };
-        Timing { repeats_s, median_s, spread, number }
+        Timing { repeats_s, median_s, spread, number, waited_s: Vec::new(), discarded: 0 }
+    }
+
+    /// The same timing with each repeat's wait for a CPU (`waited_s`, as
+    /// many as the repeats) and the number of repeats timed again.
+    pub fn with_waits(self, waited_s: Vec<f64>, discarded: u32) -> Timing {
+        Timing { waited_s, discarded, ..self }
+    }
+
+    /// The largest share of a kept repeat its threads spent waiting for a
+    /// CPU; `None` where waits are not reported.
+    pub fn worst_wait_share(&self) -> Option<f64> {
+        if self.waited_s.is_empty() {
+            return None;
+        }
+        let shares = self.waited_s.iter().zip(&self.repeats_s).map(|(&w, &r)| if r > 0.0 { w / r } else { 0.0 });
+        Some(shares.fold(0.0, f64::max))
+    }
+
+    /// True if a kept repeat was disturbed: other tasks held its CPU for
+    /// more than [`MAX_WAIT_SHARE`] of it (the driver ran out of retries).
+    pub fn disturbed(&self) -> bool {
+        self.worst_wait_share().is_some_and(|s| s > MAX_WAIT_SHARE)
     }
 }
 

@@ -59,6 +59,73 @@ fn timing_follows_the_protocol() {
     assert!(timing.number > 1, "{timing:?}");
     let repeat_s = timing.median_s * f64::from(timing.number);
     assert!(repeat_s > 0.0005 && repeat_s < 0.5, "a repeat took {repeat_s} s: {timing:?}");
+    // Each repeat's wait for a CPU is reported (this is Linux); how long it
+    // was depends on what else runs here.
+    assert_eq!(timing.waited_s.len(), 5, "{timing:?}");
+    assert_retries_kept_no_disturbed_repeat(&timing);
+}
+
+/// While the driver had retries left (fewer than one per repeat used), it
+/// kept no repeat that waited for a CPU longer than the threshold.
+fn assert_retries_kept_no_disturbed_repeat(timing: &scaletune_measure::Timing) {
+    assert!(timing.discarded as usize <= timing.repeats_s.len(), "{timing:?}");
+    if (timing.discarded as usize) < timing.repeats_s.len() {
+        assert!(!timing.disturbed(), "a disturbed repeat kept with retries left: {timing:?}");
+    }
+}
+
+/// A thread that keeps CPU `core` busy until dropped.
+struct Hog(Arc<std::sync::atomic::AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl Hog {
+    fn on(core: usize) -> Hog {
+        use std::sync::atomic::Ordering;
+        let run = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (started, ready) = std::sync::mpsc::channel();
+        let flag = Arc::clone(&run);
+        let handle = std::thread::spawn(move || {
+            let mut set = nix::sched::CpuSet::new();
+            set.set(core).expect("a CPU number");
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pins the hog");
+            started.send(()).expect("the test waits");
+            let mut x = 0u64;
+            while flag.load(Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        });
+        ready.recv().expect("the hog started");
+        Hog(run, Some(handle))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A run pinned to a CPU that another thread keeps busy waits for it
+/// during every repeat: the driver times each repeat again once (as many
+/// retries as repeats), then keeps the disturbed ones and reports their
+/// wait, about half of each (the two share the CPU).
+#[test]
+fn a_run_sharing_its_cpu_times_its_repeats_again_and_reports_the_wait() {
+    let (w, t) = (workload("scale_add:N=4096"), target("host"));
+    let built = crafted_built(0, &w, &t, &scale_add_c(4096, ""), TIMEOUT);
+    let p = TimingProtocol { repeat: 4, min_repeat_ms: 10, pin_core: Some(0), ..quick() };
+    let hog = Hog::on(0);
+    let m = NativeRunner::new(p).measure(&built, t.default_vl_bits[0]);
+    drop(hog);
+    assert_eq!(m.status, Status::Ok, "{}", m.message);
+    let timing = m.timing.expect("a timing");
+    assert_eq!(timing.discarded, 4, "every repeat was timed again: {timing:?}");
+    assert_eq!(timing.waited_s.len(), 4);
+    assert!(timing.disturbed(), "{timing:?}");
+    let least = timing.waited_s.iter().zip(&timing.repeats_s).map(|(w, r)| w / r).fold(1.0, f64::min);
+    assert!(least > 0.2, "each kept repeat waited for a fifth of its time or more: {timing:?}");
 }
 
 #[test]

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
+#include <dirent.h>
 #include <sched.h>
 #endif
 #if defined(__aarch64__) && defined(__linux__)

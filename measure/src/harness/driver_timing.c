@@ -1,6 +1,9 @@
 
 #define SCALETUNE_DRV_MAX_COUNT 1000000000L
 #define SCALETUNE_DRV_MAX_REPEAT 1000L
+/* A repeat whose threads waited for a CPU longer than this share of it (per
+   mille) was disturbed by other tasks and is timed again. */
+#define SCALETUNE_DRV_MAX_WAIT_PERMILLE 20
 
 struct scaletune_drv_timing {
     long warmup;
@@ -111,6 +114,51 @@ static void scaletune_drv_flush(unsigned char *buf, size_t n, long round) {
     __asm__ volatile("" : : "r"(buf) : "memory");
 }
 
+/* Nanoseconds the threads of this process have spent runnable but waiting
+   for a CPU (the run-queue delay, second field of each thread's
+   /proc/self/task/TID/schedstat), summed over the threads; -1 where the
+   system does not report it. The kernel runtime's worker threads live from
+   the first parallel call on, so the same threads are summed before and
+   after a repeat. */
+static int64_t scaletune_drv_waited_ns(void) {
+#if defined(__linux__)
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir) {
+        return -1;
+    }
+    int64_t total = 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') {
+            continue;
+        }
+        char path[96];
+        char buf[128];
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) {
+            continue;
+        }
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) {
+            continue;
+        }
+        buf[n] = '\0';
+        unsigned long long on_cpu, waited;
+        if (sscanf(buf, "%llu %llu", &on_cpu, &waited) == 2) {
+            total += (int64_t)waited;
+            found = 1;
+        }
+    }
+    closedir(dir);
+    return found ? total : -1;
+#else
+    return -1;
+#endif
+}
+
 /* Runs `number` calls and returns the elapsed nanoseconds. */
 static int64_t scaletune_drv_timed(void (*call)(void), long number) {
     int64_t t0 = scaletune_drv_now_ns();
@@ -164,19 +212,59 @@ static int scaletune_drv_time_calls(void (*call)(void), const struct scaletune_d
             number *= 2;
         }
     }
-    for (long r = 0; r < t->repeat; r++) {
+    /* A repeat during which other tasks held the CPU is timed again, after a
+       pause, at most `repeat` times in all; after that, disturbed repeats are
+       kept and their wait is reported with them. */
+    double *waited = (double *)malloc(sizeof(double) * (size_t)(t->repeat > 0 ? t->repeat : 1));
+    if (!waited) {
+        fprintf(stderr, "scaletune-driver: cannot allocate the timing table\n");
+        return -1;
+    }
+    long kept = 0, discarded = 0, attempt = 0;
+    int known = 1;
+    while (kept < t->repeat) {
         if (flush_buf) {
-            scaletune_drv_flush(flush_buf, flush_bytes, r);
+            scaletune_drv_flush(flush_buf, flush_bytes, attempt);
         }
-        repeats[r] = (double)scaletune_drv_timed(call, number) * 1e-9 / (double)number;
+        attempt++;
+        int64_t w0 = scaletune_drv_waited_ns();
+        int64_t elapsed = scaletune_drv_timed(call, number);
+        int64_t w1 = scaletune_drv_waited_ns();
+        int64_t w = -1;
+        if (w0 >= 0 && w1 >= 0) {
+            w = w1 > w0 ? w1 - w0 : 0;
+        } else {
+            known = 0;
+        }
+        if (w >= 0 && w * 1000 > elapsed * SCALETUNE_DRV_MAX_WAIT_PERMILLE && discarded < t->repeat) {
+            /* Give the CPU away before the first 8 retries, longer each time
+               (1 ms, 2 ms, ... 128 ms; 255 ms in all): a burst of other work
+               ends sooner, and the next repeat is less likely to meet it. */
+            if (discarded < 8) {
+                long ms = 1L << discarded;
+                struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+                nanosleep(&pause, NULL);
+            }
+            discarded++;
+            continue;
+        }
+        repeats[kept] = (double)elapsed * 1e-9 / (double)number;
+        waited[kept] = (double)(w > 0 ? w : 0) * 1e-9 / (double)number;
+        kept++;
     }
     printf("scaletune-timing: number=%ld repeat=%ld\n", number, t->repeat);
     for (long r = 0; r < t->repeat; r++) {
-        printf("scaletune-timing: repeat_s=%.9e\n", repeats[r]);
+        if (known) {
+            printf("scaletune-timing: repeat_s=%.9e waited_s=%.9e\n", repeats[r], waited[r]);
+        } else {
+            printf("scaletune-timing: repeat_s=%.9e\n", repeats[r]);
+        }
     }
+    printf("scaletune-timing: discarded=%ld\n", discarded);
     printf("scaletune-timing: end\n");
     fflush(stdout);
     free(flush_buf);
+    free(waited);
     free(repeats);
     return 0;
 }

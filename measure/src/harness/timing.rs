@@ -15,19 +15,35 @@
 //! calls each with `CLOCK_MONOTONIC`. With `--flush-cache` it writes a buffer
 //! of `max(64 MiB, 2 x L3)` before every repeat (so only the first call of
 //! each repeat starts with cold caches); with `--pin-core` it pins
-//! itself to that CPU before reading its inputs. The report, printed on
-//! stdout once all repeats are done (no I/O between repeats):
+//! itself to that CPU before reading its inputs.
+//!
+//! Around each repeat the driver also reads how long the process's threads
+//! were runnable but waiting for a CPU (their run-queue delay, from
+//! `/proc/self/task/*/schedstat`). A repeat that waited longer than
+//! [`MAX_WAIT_SHARE`] of its time shared its core with another task (a
+//! build, another job, anything else on the machine) and is timed again
+//! after a pause (1 ms before the first retry, doubling, for the first 8),
+//! up to `R` times in all; after that, disturbed repeats are kept and their
+//! wait reported with them. The report, printed on stdout once all repeats
+//! are done (no I/O between repeats):
 //!
 //! ```text
 //! scaletune-timing: number=N repeat=R
-//! scaletune-timing: repeat_s=1.234567890e-06     (R lines, seconds per call)
+//! scaletune-timing: repeat_s=1.234567890e-06 waited_s=0.000000000e+00   (R lines, seconds per call)
+//! scaletune-timing: discarded=K      (repeats timed again)
 //! scaletune-timing: end
 //! ```
+//!
+//! Where the system does not report waits, the `waited_s` fields are left
+//! out; reports of drivers built before waits were measured (no `waited_s`,
+//! no `discarded` line) still read.
 //!
 //! [`parse_timing`] turns that report into a [`Timing`].
 
 use crate::protocol::TimingProtocol;
 use crate::result::Timing;
+#[cfg(doc)]
+use crate::result::MAX_WAIT_SHARE;
 use thiserror::Error;
 
 /// The prefix of every line of the driver's timing report.
@@ -108,7 +124,16 @@ pub fn parse_timing(stdout: &str, p: &TimingProtocol) -> Result<Timing, TimingEr
     let bad = |m: String| TimingError::BadReport(m);
     let mut header: Option<(u32, u32)> = None;
     let mut repeats: Vec<f64> = Vec::new();
+    let mut waits: Vec<Option<f64>> = Vec::new();
+    let mut discarded: Option<u32> = None;
     let mut ended = false;
+    let seconds = |v: &str, line: &str| -> Result<f64, TimingError> {
+        let s: f64 = v.parse().map_err(|_| bad(format!("not a number of seconds: `{line}`")))?;
+        if !s.is_finite() || s < 0.0 {
+            return Err(bad(format!("impossible time: `{line}`")));
+        }
+        Ok(s)
+    };
     for line in stdout.lines() {
         let Some(rest) = line.trim_end().strip_prefix(TIMING_PREFIX) else { continue };
         if ended {
@@ -117,11 +142,17 @@ pub fn parse_timing(stdout: &str, p: &TimingProtocol) -> Result<Timing, TimingEr
         if rest == "end" {
             ended = true;
         } else if let Some(v) = rest.strip_prefix("repeat_s=") {
-            let s: f64 = v.parse().map_err(|_| bad(format!("not a number of seconds: `{line}`")))?;
-            if !s.is_finite() || s < 0.0 {
-                return Err(bad(format!("impossible time: `{line}`")));
+            let (time, waited) = match v.split_once(" waited_s=") {
+                Some((t, w)) => (t, Some(seconds(w, line)?)),
+                None => (v, None),
+            };
+            repeats.push(seconds(time, line)?);
+            waits.push(waited);
+        } else if let Some(v) = rest.strip_prefix("discarded=") {
+            let k: u32 = v.parse().map_err(|_| bad(format!("not a count: `{line}`")))?;
+            if discarded.replace(k).is_some() {
+                return Err(bad("two counts of discarded repeats".into()));
             }
-            repeats.push(s);
         } else if let Some(fields) = rest.strip_prefix("number=") {
             let (number, repeat) = fields
                 .split_once(" repeat=")
@@ -146,7 +177,17 @@ pub fn parse_timing(stdout: &str, p: &TimingProtocol) -> Result<Timing, TimingEr
     if number < p.number {
         return Err(bad(format!("{number} calls per repeat, fewer than the {} requested", p.number)));
     }
-    Ok(Timing::from_repeats(repeats, number))
+    let discarded = discarded.unwrap_or(0);
+    if discarded > repeat {
+        return Err(bad(format!("{discarded} repeats discarded, more than the {repeat} retries allowed")));
+    }
+    let waited: Option<Vec<f64>> = waits.iter().copied().collect();
+    let waited = match waited {
+        Some(w) => w,
+        None if waits.iter().all(Option::is_none) => Vec::new(),
+        None => return Err(bad("some repeats report their wait for a CPU and others do not".into())),
+    };
+    Ok(Timing::from_repeats(repeats, number).with_waits(waited, discarded))
 }
 
 /// C helpers of the timing mode, pasted into the generated driver (every
@@ -156,6 +197,7 @@ pub(crate) const DRIVER_HELPERS: &str = include_str!("driver_timing.c");
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::MAX_WAIT_SHARE;
 
     fn protocol(repeat: u32) -> TimingProtocol {
         TimingProtocol { repeat, ..TimingProtocol::default() }
@@ -192,6 +234,35 @@ mod tests {
         assert_eq!(t.repeats_s, vec![2e-6, 1e-6, 3e-6]);
         assert_eq!(t.median_s, 2e-6);
         assert!((t.spread - 1.0).abs() < 1e-12, "{}", t.spread);
+        // A driver built before waits were measured.
+        assert_eq!((t.waited_s.len(), t.discarded, t.worst_wait_share()), (0, 0, None));
+    }
+
+    #[test]
+    fn waits_for_a_cpu_and_repeats_timed_again_are_parsed() {
+        let out = "scaletune-timing: number=40 repeat=3\n\
+                   scaletune-timing: repeat_s=2.000000000e-06 waited_s=0.000000000e+00\n\
+                   scaletune-timing: repeat_s=1.000000000e-06 waited_s=1.000000000e-08\n\
+                   scaletune-timing: repeat_s=3.000000000e-06 waited_s=1.500000000e-06\n\
+                   scaletune-timing: discarded=3\n\
+                   scaletune-timing: end\n";
+        let t = parse_timing(out, &protocol(3)).expect("parses");
+        assert_eq!(t.repeats_s, vec![2e-6, 1e-6, 3e-6]);
+        assert_eq!(t.waited_s, vec![0.0, 1e-8, 1.5e-6]);
+        assert_eq!(t.discarded, 3);
+        assert_eq!(t.worst_wait_share(), Some(0.5), "the third repeat waited half its time");
+        assert!(t.disturbed(), "out of retries, a disturbed repeat was kept");
+        let calm = out.replace("waited_s=1.500000000e-06", "waited_s=3.000000000e-08");
+        let t = parse_timing(&calm, &protocol(3)).expect("parses");
+        assert!(!t.disturbed(), "1 % is within {MAX_WAIT_SHARE}: {:?}", t.worst_wait_share());
+    }
+
+    /// The driver's threshold is the one the rest of the crate reads.
+    #[test]
+    fn the_driver_times_again_above_the_documented_share() {
+        let permille = (MAX_WAIT_SHARE * 1000.0).round() as u32;
+        let line = format!("#define SCALETUNE_DRV_MAX_WAIT_PERMILLE {permille}\n");
+        assert_eq!(DRIVER_HELPERS.matches(&line).count(), 1, "{line}");
     }
 
     #[test]
@@ -210,6 +281,14 @@ mod tests {
             (format!("{header}{r}{r}{end}{r}"), "after the end"),
             (format!("scaletune-timing: number=0 repeat=2\n{r}{r}{end}"), "fewer than"),
             (format!("{header}scaletune-timing: what\n{end}"), "unknown line"),
+            (format!("{header}{r}scaletune-timing: repeat_s=1e-6 waited_s=2e-7\n{end}"), "others do not"),
+            (format!("{header}{r}scaletune-timing: repeat_s=1e-6 waited_s=-1\n{end}"), "impossible"),
+            (format!("{header}{r}{r}scaletune-timing: discarded=3\n{end}"), "more than the 2 retries"),
+            (format!("{header}{r}{r}scaletune-timing: discarded=x\n{end}"), "not a count"),
+            (
+                format!("{header}{r}{r}scaletune-timing: discarded=1\nscaletune-timing: discarded=1\n{end}"),
+                "two counts",
+            ),
         ] {
             let e = parse_timing(&text, &p).expect_err(why);
             assert!(e.to_string().contains(why), "{e} / {why}");

@@ -344,6 +344,25 @@ pub fn format_seconds(s: f64) -> String {
     }
 }
 
+/// What other tasks on the CPU did to a timing, if anything: repeats timed
+/// again, and the worst wait kept once the driver ran out of retries.
+fn contention_note(t: &scaletune_measure::Timing) -> Option<String> {
+    let worst = t.worst_wait_share().filter(|_| t.disturbed());
+    let retimed = (t.discarded > 0).then(|| {
+        let s = if t.discarded == 1 { "" } else { "s" };
+        format!("{} repeat{s} timed again: other tasks held the CPU", t.discarded)
+    });
+    match (retimed, worst) {
+        (None, None) => None,
+        (r, None) => r,
+        (r, Some(w)) => Some(format!(
+            "{}a kept repeat waited {:.0} % of its time for the CPU: the machine is busy, the timing is too slow",
+            r.map(|r| format!("{r}; ")).unwrap_or_default(),
+            w * 100.0
+        )),
+    }
+}
+
 fn describe_run(r: &VlMeasurement) -> String {
     let mut s = format!("  VL {:>4}: {:<12}", r.vl_bits, r.status.name());
     if let Some(t) = &r.timing {
@@ -379,6 +398,9 @@ fn describe_run(r: &VlMeasurement) -> String {
     if let Some(t) = &r.timing {
         let each: Vec<String> = t.repeats_s.iter().map(|&x| format_seconds(x)).collect();
         let _ = writeln!(s, "            repeats (per call): {}", each.join(", "));
+        if let Some(line) = contention_note(t) {
+            let _ = writeln!(s, "            {line}");
+        }
     }
     if let Some(e) = &r.emulated {
         let _ = writeln!(
@@ -417,6 +439,38 @@ mod tests {
             describe_run(&outcome(Status::Unmeasured).measurement.runs[0]).split_whitespace().nth(2),
             Some("unmeasured")
         );
+    }
+
+    /// Repeats timed again, and a disturbed one kept, are told under the repeats.
+    #[test]
+    fn a_timing_disturbed_by_other_tasks_says_so() {
+        use scaletune_measure::Timing;
+        // Each line behind a bar: the snapshot keeps the leading spaces.
+        let shown = |r: &VlMeasurement| describe_run(r).lines().map(|l| format!("|{l}\n")).collect::<String>();
+        let mut r = VlMeasurement::bare(256, Status::Ok, "native", "");
+        let timing = |waited: f64, discarded: u32| {
+            Timing::from_repeats(vec![1e-3, 1.2e-3, 1.1e-3], 10).with_waits(vec![0.0, waited, 0.0], discarded)
+        };
+        r.timing = Some(timing(0.0, 0));
+        expect_test::expect![[r#"
+            |  VL  256: ok           median 1.100 ms/call, spread 18.2 % (3 repeats x 10 calls) [native]
+            |            repeats (per call): 1.000 ms, 1.200 ms, 1.100 ms
+        "#]]
+        .assert_eq(&shown(&r));
+        r.timing = Some(timing(1e-6, 2));
+        expect_test::expect![[r#"
+            |  VL  256: ok           median 1.100 ms/call, spread 18.2 % (3 repeats x 10 calls) [native]
+            |            repeats (per call): 1.000 ms, 1.200 ms, 1.100 ms
+            |            2 repeats timed again: other tasks held the CPU
+        "#]]
+        .assert_eq(&shown(&r));
+        r.timing = Some(timing(0.6e-3, 3));
+        expect_test::expect![[r#"
+            |  VL  256: ok           median 1.100 ms/call, spread 18.2 % (3 repeats x 10 calls) [native]
+            |            repeats (per call): 1.000 ms, 1.200 ms, 1.100 ms
+            |            3 repeats timed again: other tasks held the CPU; a kept repeat waited 50 % of its time for the CPU: the machine is busy, the timing is too slow
+        "#]]
+        .assert_eq(&shown(&r));
     }
 
     #[test]

@@ -238,6 +238,7 @@ impl Loop<'_> {
                 state.trials += 1;
                 task.trials += 1;
                 task.count_trial(inserted.id, m.status.name());
+                task.contention.count(&m.runs);
                 if sample.trace.insts.is_empty() {
                     task.measured.insert(String::new());
                     task.baseline = objective;

@@ -205,6 +205,9 @@ pub fn count_earlier_trials(setup: &mut Setup, db: &Database, job: i64) -> Resul
         let task = &mut setup.tasks[i];
         task.trials += 1;
         task.count_trial(rec.id, &rec.status);
+        if let Ok(runs) = serde_json::from_str::<Vec<scaletune_measure::VlMeasurement>>(&rec.data.metrics) {
+            task.contention.count(&runs);
+        }
     }
     for (task, known) in setup.tasks.iter_mut().zip(&setup.known) {
         let (curve, incumbents) = earlier_curve(known, job);

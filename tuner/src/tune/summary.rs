@@ -55,6 +55,12 @@ pub fn summary(tasks: &[Task], kind: ObjectiveKind, tau: Option<f64>) -> String 
             if failures.is_empty() { "none".to_string() } else { failures.join(", ") }
         );
     }
+    for t in tasks {
+        let c = t.contention;
+        if c.retimed_trials > 0 || c.disturbed_trials > 0 {
+            let _ = writeln!(out, "{}", contention_line(&t.workload.reference(), c));
+        }
+    }
     let _ = match tau {
         Some(tau) => writeln!(out, "cost model: Kendall tau {tau:.2} on held-out candidates"),
         None => writeln!(out, "cost model: too few measured candidates to hold some out"),
@@ -71,6 +77,26 @@ pub fn summary(tasks: &[Task], kind: ObjectiveKind, tau: Option<f64>) -> String 
         }
     }
     out
+}
+
+/// What other tasks on the runners' CPUs did to one task's timings.
+fn contention_line(task: &str, c: super::task::Contention) -> String {
+    let mut line = format!(
+        "{task}: other tasks held the CPU during {} repeat{} of {} trial{}, timed again",
+        c.retimed_repeats,
+        if c.retimed_repeats == 1 { "" } else { "s" },
+        c.retimed_trials,
+        if c.retimed_trials == 1 { "" } else { "s" },
+    );
+    if c.disturbed_trials > 0 {
+        let _ = write!(
+            line,
+            "; {} trial{} kept disturbed repeats (out of retries: their times may be too slow; is the machine busy?)",
+            c.disturbed_trials,
+            if c.disturbed_trials == 1 { "" } else { "s" }
+        );
+    }
+    line
 }
 
 /// One line per task whose best candidates were re-measured at the end
@@ -104,5 +130,26 @@ mod tests {
         assert_eq!(format_objective(ObjectiveKind::Time, 2.5e-3), "2.500 ms");
         assert_eq!(format_objective(ObjectiveKind::Cycles, 1.5e6), "1.50 M est. cycles (emulated)");
         assert_eq!(format_objective(ObjectiveKind::Instructions, 999.0), "999 instructions (emulated)");
+    }
+
+    #[test]
+    fn contended_timings_are_counted_and_told() {
+        use scaletune_measure::{Status, Timing, VlMeasurement};
+        let run = |discarded: u32, waited: f64| {
+            let mut m = VlMeasurement::bare(256, Status::Ok, "native", "");
+            m.timing = Some(Timing::from_repeats(vec![1.0, 1.0], 1).with_waits(vec![0.0, waited], discarded));
+            m
+        };
+        let mut c = super::super::task::Contention::default();
+        c.count(&[run(0, 0.0)]);
+        assert_eq!(c, Default::default(), "a quiet trial");
+        c.count(&[run(1, 0.01), run(0, 0.0)]);
+        c.count(&[run(2, 0.5)]);
+        assert_eq!((c.retimed_trials, c.retimed_repeats, c.disturbed_trials), (2, 3, 1));
+        expect_test::expect![[r#"matmul:M=8,N=8,K=8: other tasks held the CPU during 3 repeats of 2 trials, timed again; 1 trial kept disturbed repeats (out of retries: their times may be too slow; is the machine busy?)"#]]
+            .assert_eq(&contention_line("matmul:M=8,N=8,K=8", c));
+        let once = super::super::task::Contention { retimed_trials: 1, retimed_repeats: 1, disturbed_trials: 0 };
+        expect_test::expect![[r#"matmul: other tasks held the CPU during 1 repeat of 1 trial, timed again"#]]
+            .assert_eq(&contention_line("matmul", once));
     }
 }

@@ -95,6 +95,31 @@ pub struct Task {
     pub baseline: Option<f64>,
     /// Samples that could not be drawn (an empty or unusable design space).
     pub draw_failures: usize,
+    /// How often this job's trials were timed while other tasks held their CPU.
+    pub contention: Contention,
+}
+
+/// Trials timed while other tasks held their CPU ([`scaletune_measure::Timing::waited_s`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Contention {
+    /// Trials with a repeat the driver timed again.
+    pub retimed_trials: usize,
+    /// Repeats timed again, over all trials.
+    pub retimed_repeats: u64,
+    /// Trials that kept a disturbed repeat (the driver ran out of retries):
+    /// their times may be too slow.
+    pub disturbed_trials: usize,
+}
+
+impl Contention {
+    /// Counts one trial's runs (one per vector length).
+    pub fn count(&mut self, runs: &[scaletune_measure::VlMeasurement]) {
+        let timings: Vec<&scaletune_measure::Timing> = runs.iter().filter_map(|r| r.timing.as_ref()).collect();
+        let retimed: u64 = timings.iter().map(|t| u64::from(t.discarded)).sum();
+        self.retimed_repeats += retimed;
+        self.retimed_trials += usize::from(retimed > 0);
+        self.disturbed_trials += usize::from(timings.iter().any(|t| t.disturbed()));
+    }
 }
 
 impl Task {
@@ -126,6 +151,7 @@ impl Task {
             incumbents: Vec::new(),
             baseline: None,
             draw_failures: 0,
+            contention: Contention::default(),
         }
     }
 
