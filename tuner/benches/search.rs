@@ -151,6 +151,7 @@ fn task_with_elites(w: &Arc<Workload>, t: &Arc<Target>, options: SpaceOptions) -
 criterion_group!(benches, bench);
 
 fn main() {
+    scaletune::alloc::configure();
     if let Some(n) = std::env::var("SCALETUNE_SEARCH_WORK").ok().and_then(|n| n.parse().ok()) {
         fixed_work(n);
         return;

@@ -8,6 +8,7 @@
 //! (`cost_model`), build-time replay of the best records into libraries
 //! (`build`), and the commands themselves.
 
+pub mod alloc;
 pub mod bench;
 pub mod build;
 pub mod commands;

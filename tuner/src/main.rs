@@ -223,6 +223,7 @@ fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::tar
 }
 
 fn main() -> ExitCode {
+    scaletune::alloc::configure();
     let cli = Cli::parse();
     scaletune::limits::set_max_bytes(cli.max_bytes);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
