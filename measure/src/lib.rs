@@ -55,7 +55,7 @@ pub mod stats;
 
 pub use builder::{ArtifactCache, BuildError, Builder, BuilderPool, LlvmBuilder, Prebuilt};
 pub use candidate::Candidate;
-pub use farm::{Batch, BatchReport, Farm, Timeline};
+pub use farm::{Batch, BatchReport, Farm, MachineLock, MachineLockError, Timeline};
 pub use harness::{
     driver_source, CheckRequest, Harness, HarnessError, LinkExtras, PreparedRun, RunCheck, RunOptions, RunOutput,
 };

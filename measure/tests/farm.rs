@@ -19,13 +19,13 @@ use scaletune_measure::builder::{BuildError, Builder};
 use scaletune_measure::farm::EventKind;
 use scaletune_measure::runner::RunnerFault;
 use scaletune_measure::{
-    ArtifactCache, Built, Candidate, Farm, FaultPolicy, LlvmBuilder, NativeRunner, Runner, Status, TimingProtocol,
-    VlMeasurement,
+    ArtifactCache, Built, Candidate, Farm, FaultPolicy, LlvmBuilder, MachineLock, NativeRunner, Runner, Status,
+    TimingProtocol, VlMeasurement,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn quick() -> TimingProtocol {
     TimingProtocol {
@@ -352,6 +352,100 @@ async fn no_build_runs_while_the_native_runner_times_a_candidate() {
     let together =
         builds.iter().any(|x| builds.iter().any(|y| x.candidate != y.candidate && x.start < y.end && y.start < x.end));
     assert!(together, "{tl:#?}");
+}
+
+/// Wall-clock spans of work, from any thread.
+#[derive(Clone, Default)]
+struct Spans(Arc<Mutex<Vec<(Instant, Instant)>>>);
+
+impl Spans {
+    fn add(&self, start: Instant) {
+        self.0.lock().expect("lock").push((start, Instant::now()));
+    }
+    fn all(&self) -> Vec<(Instant, Instant)> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+/// A builder that takes `delay` per build and records each build's span.
+struct SlowBuilder(Prebuilt, Spans);
+
+impl Builder for SlowBuilder {
+    fn build(&self, c: &Candidate) -> Result<Built, BuildError> {
+        let start = Instant::now();
+        let built = self.0.build(c);
+        self.1.add(start);
+        built
+    }
+}
+
+/// A native runner that records each run's span and may pretend to be a
+/// remote one (neither timing this machine nor running on it).
+struct SpannedRunner(NativeRunner, Spans, bool);
+
+#[async_trait]
+impl Runner for SpannedRunner {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn accepts(&self, t: &Target, vl: u32) -> bool {
+        self.0.accepts(t, vl)
+    }
+    fn times_this_machine(&self) -> bool {
+        !self.2
+    }
+    fn runs_on_this_machine(&self) -> bool {
+        !self.2
+    }
+    async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
+        let start = Instant::now();
+        let out = self.0.run(built, vl_bits).await;
+        self.1.add(start);
+        out
+    }
+}
+
+/// Two farms on one lock directory, as two processes on one machine: one
+/// times candidates natively, the other only builds here (its runs go
+/// elsewhere). No build of the second overlaps a timed run of the first,
+/// and without the lock they do overlap (so the test shows something).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_process_builds_nothing_while_a_candidate_is_timed() {
+    let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 2, min_repeat_ms: 0, ..quick() };
+    let dir = tempfile::tempdir().expect("a lock directory");
+    let overlap = |locked: bool| {
+        let protocol = protocol.clone();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let (runs, builds) = (Spans::default(), Spans::default());
+            let (timed, timed_batch) = crafted_batch(4, "usleep(20000);", Duration::from_secs(30), Duration::ZERO);
+            let (other, other_batch) = crafted_batch(10, "", Duration::from_secs(30), Duration::from_millis(40));
+            let runner = |spans: &Spans, remote| {
+                vec![Arc::new(SpannedRunner(NativeRunner::new(protocol.clone()), spans.clone(), remote))
+                    as Arc<dyn Runner>]
+            };
+            let mut a = Farm::new(Arc::new(timed), 1, runner(&runs, false));
+            let mut b = Farm::new(Arc::new(SlowBuilder(other, builds.clone())), 2, runner(&Spans::default(), true));
+            if locked {
+                let lock = |d: &std::path::Path| Arc::new(MachineLock::open(d).expect("opens"));
+                a = a.with_machine_lock(lock(&dir));
+                b = b.with_machine_lock(lock(&dir));
+            }
+            let (ra, rb) = tokio::join!(a.measure(timed_batch), b.measure(other_batch));
+            assert!(ra.measurements.iter().chain(&rb.measurements).all(|m| m.status == Status::Ok));
+            let (runs, builds) = (runs.all(), builds.all());
+            assert_eq!((runs.len(), builds.len()), (4, 10));
+            let mut shared = Duration::ZERO;
+            for &(rs, re) in &runs {
+                for &(bs, be) in &builds {
+                    shared += re.min(be).saturating_duration_since(rs.max(bs));
+                }
+            }
+            shared
+        }
+    };
+    assert_eq!(overlap(true).await, Duration::ZERO, "a build of the other farm ran during a timed run");
+    assert!(overlap(false).await > Duration::ZERO, "without the lock the two farms overlap");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

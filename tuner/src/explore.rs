@@ -113,7 +113,8 @@ fn build_and_run_all(
         })
         .collect();
     let runner: Arc<dyn Runner> = Arc::new(CheckRunner::new().with_slots(threads));
-    let farm = Farm::new(Arc::new(LlvmBuilder::new().with_seed(seed)), threads, vec![runner]);
+    let farm =
+        crate::commands::lock_machine(Farm::new(Arc::new(LlvmBuilder::new().with_seed(seed)), threads, vec![runner]));
     let report = rt.block_on(farm.measure(candidates));
     let mut results = vec![Err("not measured".to_string()); samples.len()];
     for m in report.measurements {

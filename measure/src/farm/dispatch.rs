@@ -125,8 +125,10 @@ impl Coordinator {
             log.record(c.id, kind, None, &[]);
         });
         let gate = Arc::new(Semaphore::new(max_ahead));
-        // Builds hold `quiet` only when some runner times this machine.
-        let quiet = self.roster.times_this_machine().then(|| Arc::clone(&self.quiet));
+        // Builds hold `quiet` when some runner times this machine, or to
+        // keep out of other processes' timed runs.
+        let gated = self.roster.times_this_machine() || self.quiet.has_machine();
+        let quiet = gated.then(|| Arc::clone(&self.quiet));
         let mut builds = pool.spawn_gated(to_build, Some(gate), Some(hook), quiet);
         let mut builds_open = true;
         loop {
@@ -283,13 +285,17 @@ impl Coordinator {
         self.running += 1;
         let runner = self.roster.runner(self.slots[slot].runner);
         let name = runner.name();
-        let quiet = runner.times_this_machine().then(|| Arc::clone(&self.quiet));
+        let timed = runner.times_this_machine();
+        let loads = !timed && runner.runs_on_this_machine() && self.quiet.has_machine();
+        let quiet = (timed || loads).then(|| Arc::clone(&self.quiet));
         let (tx, log) = (self.events_tx.clone(), Arc::clone(&self.log));
         tokio::spawn(async move {
             // Timed on this machine: the builds under way finish first, and
-            // no other starts until the run is over.
+            // no other starts until the run is over. Untimed work here (a
+            // QEMU run) is load like a build for other processes' timed runs.
             let _alone = match quiet {
-                Some(q) => Some(q.run().await),
+                Some(q) if timed => Some(q.run().await),
+                Some(q) => Some(q.build().await),
                 None => None,
             };
             log.record(candidate, EventKind::RunStart, Some((slot, name.clone())), &vls);

@@ -14,7 +14,9 @@
 //! completion order; a candidate is done when all its vector lengths are.
 //! The exception: a run timed with the wall clock on this machine
 //! ([`Runner::times_this_machine`]: the native runner) never overlaps a
-//! build (the `quiet` module), which would otherwise slow its repeats.
+//! build (the `quiet` module), which would otherwise slow its repeats; with
+//! a [`MachineLock`] ([`Farm::with_machine_lock`]), nor a build or an
+//! untimed local run of another process.
 //!
 //! Faults are results: a build failure (or builder panic) is
 //! `Measurement::build_error`; a crash, timeout or wrong result reported by
@@ -32,9 +34,11 @@
 //! completes. Every build and run is recorded on a [`Timeline`].
 
 mod dispatch;
+mod machine;
 mod quiet;
 mod timeline;
 
+pub use machine::{MachineLock, MachineLockError};
 pub(crate) use quiet::Quiet;
 
 pub use timeline::{Event, EventKind, Span, Timeline};
@@ -77,6 +81,14 @@ impl Farm {
             policy: FaultPolicy::default(),
             quiet: Arc::default(),
         }
+    }
+
+    /// Also keeps this farm's builds (and untimed runs here) and timed runs
+    /// apart from other processes' through `lock` (see [`MachineLock`]).
+    /// Call before the first batch.
+    pub fn with_machine_lock(mut self, lock: Arc<MachineLock>) -> Farm {
+        self.quiet = Arc::new(Quiet::with_machine(lock));
+        self
     }
 
     /// How runner faults are handled (default: [`FaultPolicy::default`]).

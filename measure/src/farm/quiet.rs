@@ -11,6 +11,7 @@
 //! starting, so it waits for one build at most, and the builds resume as
 //! soon as no timed run is left.
 
+use super::machine::{MachineHold, MachineLock, Mode};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
@@ -27,6 +28,8 @@ struct State {
 pub struct Quiet {
     state: Mutex<State>,
     changed: Notify,
+    /// The same rule across processes, when set ([`MachineLock`]).
+    machine: Option<Arc<MachineLock>>,
 }
 
 /// What a [`QuietGuard`] holds.
@@ -41,12 +44,32 @@ enum Role {
 pub struct QuietGuard {
     quiet: Arc<Quiet>,
     role: Role,
+    /// This process's hold on the machine lock, released before the admission.
+    machine: Option<MachineHold>,
 }
 
 impl Quiet {
-    /// Waits until no timed run holds or waits for the machine, then admits a build.
+    /// Also keeps builds and timed runs of other processes apart, through `machine`.
+    pub fn with_machine(machine: Arc<MachineLock>) -> Quiet {
+        Quiet { machine: Some(machine), ..Quiet::default() }
+    }
+
+    /// True if other processes are kept apart too.
+    pub fn has_machine(&self) -> bool {
+        self.machine.is_some()
+    }
+
+    /// Waits until no timed run holds or waits for the machine, then admits
+    /// a build (or other untimed work on this machine).
     pub async fn build(self: &Arc<Self>) -> QuietGuard {
-        self.admit(Role::Build).await
+        if let Some(m) = &self.machine {
+            if let Err(e) = m.pass_turnstile().await {
+                tracing::warn!("{e}; builds go on without waiting for other processes' timed runs");
+            }
+        }
+        let mut guard = self.admit(Role::Build).await;
+        guard.machine = self.hold_machine(Mode::Shared).await;
+        guard
     }
 
     /// Waits until no build holds the machine, then admits a timed run;
@@ -55,9 +78,21 @@ impl Quiet {
         self.lock().runs_waiting += 1;
         // Still counted as waiting if this future is dropped before it is admitted.
         let mut waiting = Waiting(Some(Arc::clone(self)));
-        let guard = self.admit(Role::Run).await;
+        let mut guard = self.admit(Role::Run).await;
         waiting.0 = None;
+        guard.machine = self.hold_machine(Mode::Exclusive).await;
         guard
+    }
+
+    async fn hold_machine(&self, mode: Mode) -> Option<MachineHold> {
+        let m = self.machine.as_ref()?;
+        match m.hold(mode).await {
+            Ok(h) => Some(h),
+            Err(e) => {
+                tracing::warn!("{e}; this one goes on without waiting for other processes");
+                None
+            }
+        }
     }
 
     async fn admit(self: &Arc<Self>, role: Role) -> QuietGuard {
@@ -79,7 +114,7 @@ impl Quiet {
                             s.runs += 1;
                         }
                     }
-                    return QuietGuard { quiet: Arc::clone(self), role };
+                    return QuietGuard { quiet: Arc::clone(self), role, machine: None };
                 }
             }
             notified.await;
@@ -106,6 +141,8 @@ impl Drop for Waiting {
 
 impl Drop for QuietGuard {
     fn drop(&mut self) {
+        // Other processes first: this process's next admission may want the other mode.
+        drop(self.machine.take());
         {
             let mut s = self.quiet.lock();
             match self.role {

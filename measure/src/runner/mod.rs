@@ -60,6 +60,14 @@ pub trait Runner: Send + Sync {
         false
     }
 
+    /// True if this runner's runs execute on this machine (natively, under
+    /// QEMU, or as checks), not on a remote one: with a machine lock
+    /// ([`Farm::with_machine_lock`](crate::farm::Farm::with_machine_lock)),
+    /// untimed runs here keep out of other processes' timed runs like builds.
+    fn runs_on_this_machine(&self) -> bool {
+        true
+    }
+
     /// Runs a built candidate at each vector length. Failures are results.
     async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement>;
 

@@ -363,6 +363,10 @@ fn judge(
 
 #[async_trait]
 impl Runner for RemoteRunner {
+    fn runs_on_this_machine(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> String {
         self.name.clone()
     }

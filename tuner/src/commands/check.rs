@@ -62,7 +62,7 @@ pub fn run(a: &CheckArgs, rt: &Handle) -> anyhow::Result<CheckOutcome> {
     let candidate =
         Candidate::new(0, Arc::new(w.clone()), Arc::new(t.clone()), trace).with_vl_bits(vls).with_timeout(a.timeout);
     let runner: Arc<dyn Runner> = Arc::new(CheckRunner::new());
-    let farm = Farm::new(Arc::new(LlvmBuilder::new().with_seed(a.seed)), 1, vec![runner]);
+    let farm = super::lock_machine(Farm::new(Arc::new(LlvmBuilder::new().with_seed(a.seed)), 1, vec![runner]));
     let report = rt.block_on(farm.measure(vec![candidate]));
     let Some(m) = report.measurements.into_iter().next() else { bail!("the farm returned no measurement") };
     if m.status == Status::BuildError && m.runs.is_empty() {

@@ -206,7 +206,7 @@ pub fn run(args: &MeasureArgs, rt: &Handle) -> anyhow::Result<MeasureOutcome> {
     let candidate = Candidate::new(0, Arc::new(w.clone()), Arc::new(t.clone()), trace)
         .with_vl_bits(vls)
         .with_timeout(Duration::from_secs(args.timeout));
-    let farm = Farm::new(builder.clone(), 1, runners);
+    let farm = super::lock_machine(Farm::new(builder.clone(), 1, runners));
     let report = rt.block_on(farm.measure(vec![candidate]));
     let Some(m) = report.measurements.into_iter().next() else { bail!("the farm returned no measurement") };
 

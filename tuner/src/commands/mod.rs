@@ -11,6 +11,32 @@ pub mod measure;
 pub mod report;
 pub mod tune;
 
+/// The variable that moves (`SCALETUNE_MACHINE_LOCK=DIR`) or turns off
+/// (`off`) the lock that keeps this process's builds out of other scaletune
+/// processes' timed runs ([`scaletune_measure::MachineLock`]).
+pub const MACHINE_LOCK_VAR: &str = "SCALETUNE_MACHINE_LOCK";
+
+/// `farm` with the machine lock of [`MACHINE_LOCK_VAR`] (by default this
+/// user's, [`scaletune_measure::MachineLock::default_dir`]); without it,
+/// with a warning, if the lock directory cannot be used.
+pub fn lock_machine(farm: scaletune_measure::Farm) -> scaletune_measure::Farm {
+    use scaletune_measure::MachineLock;
+    let dir = match std::env::var_os(MACHINE_LOCK_VAR) {
+        Some(v) if v == "off" => return farm,
+        Some(v) if !v.is_empty() => std::path::PathBuf::from(v),
+        _ => MachineLock::default_dir(),
+    };
+    match MachineLock::open(&dir) {
+        Ok(lock) => farm.with_machine_lock(std::sync::Arc::new(lock)),
+        Err(e) => {
+            tracing::warn!(
+                "{e}; timed runs are not kept apart from other scaletune processes (set {MACHINE_LOCK_VAR})"
+            );
+            farm
+        }
+    }
+}
+
 /// A failure of the measuring infrastructure, not of the input or the
 /// candidate (no agent of the farm answered): the command exits with status 3.
 #[derive(Debug, thiserror::Error)]

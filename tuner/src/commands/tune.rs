@@ -321,7 +321,7 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let dir = args.cache_dir.clone().unwrap_or_else(ArtifactCache::default_dir);
     let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
     builder = builder.with_cache(cache);
-    let farm = Farm::new(Arc::new(builder), cfg.builders, runner_list);
+    let farm = super::lock_machine(Farm::new(Arc::new(builder), cfg.builders, runner_list));
     let runner_label = cfg.runner_label();
     let (interrupt, code) = interrupts(rt);
     let lp = job::Loop {
