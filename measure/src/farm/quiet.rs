@@ -10,6 +10,12 @@
 //! waiting for the builds under way to finish stops new builds from
 //! starting, so it waits for one build at most, and the builds resume as
 //! soon as no timed run is left.
+//!
+//! With a [`MachineLock`] ([`Quiet::with_machine`]) every admission also
+//! holds the process's share of the machine lock, so the rule holds across
+//! processes: a build (or an untimed run on this machine, which the farm
+//! admits as a build) passes the turnstile first and then holds the lock
+//! shared; a timed run holds it exclusively.
 
 use super::machine::{MachineHold, MachineLock, Mode};
 use std::sync::{Arc, Mutex};
