@@ -40,10 +40,16 @@ impl TestAgent {
     }
 
     fn start_with(slots: usize, drain: Duration, max_bytes: Option<u64>) -> TestAgent {
+        TestAgent::start_configured(|c| {
+            c.slots = slots;
+            c.drain_deadline = drain;
+            c.max_bytes = max_bytes;
+        })
+    }
+
+    fn start_configured(configure: impl FnOnce(&mut AgentConfig)) -> TestAgent {
         let mut config = AgentConfig::new(Target::load("host").expect("host"), Token::new(TOKEN).expect("token"));
-        config.slots = slots;
-        config.drain_deadline = drain;
-        config.max_bytes = max_bytes;
+        configure(&mut config);
         let agent = Agent::new(&config).expect("agent");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -270,4 +276,48 @@ async fn an_agent_with_max_bytes_refuses_larger_inputs_and_bounds_each_runs_memo
             assert!(run.stderr.contains("out of memory"), "{}", run.stderr);
         }
     }
+}
+
+/// With a machine lock, a run waits while another process holds the lock
+/// shared (a scaletune process building on the agent's machine), and
+/// meanwhile holds the turnstile, so that process's next build would wait
+/// for the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_for_builds_of_other_processes_on_the_agents_machine() {
+    let locks = tempfile::tempdir().expect("tempdir");
+    let lock = std::sync::Arc::new(scaletune_measure::MachineLock::open(locks.path()).expect("opens"));
+    let agent = TestAgent::start_configured(|c| c.machine_lock = Some(lock));
+    // Another process's build: the lock file held shared through a file of its own.
+    let building = std::fs::OpenOptions::new().write(true).open(locks.path().join("machine.lock")).expect("opens");
+    building.lock_shared().expect("shared");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("ran");
+    let run = request(format!("echo ran > '{}'", marker.display()), vec![agent.vl()]);
+    let client = {
+        let (addr, run) = (agent.addr, run.clone());
+        tokio::spawn(async move {
+            reqwest::Client::new()
+                .post(format!("http://{addr}/run"))
+                .bearer_auth(TOKEN)
+                .timeout(Duration::from_secs(30))
+                .json(&run)
+                .send()
+                .await
+        })
+    };
+    let turnstile = std::fs::OpenOptions::new().write(true).open(locks.path().join("turnstile.lock")).expect("opens");
+    let start = Instant::now();
+    while turnstile.try_lock().is_ok() {
+        turnstile.unlock().expect("unlocks");
+        assert!(start.elapsed() < Duration::from_secs(10), "the run never took the turnstile");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!marker.exists(), "the run started during another process's build");
+    building.unlock().expect("the build ends");
+    let resp = client.await.expect("joins").expect("answers");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(marker.exists(), "the run ran once the build was over");
+    // Released with the run: a build may start again.
+    building.try_lock_shared().expect("free again");
 }

@@ -66,6 +66,7 @@ pub use tls::TlsIdentity;
 use scaletune_codegen::target::{Arch, Target, TargetError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -128,6 +129,11 @@ pub struct AgentConfig {
     /// whose input alone is larger is refused, and each run's data segment
     /// is bounded by [`run_memory_limit`] of it. `None`: no bound.
     pub max_bytes: Option<u64>,
+    /// The machine lock the agent holds exclusively while it runs an
+    /// artifact, so that scaletune processes on the agent's machine (a job
+    /// tuning here too, or one using this agent on localhost) build nothing
+    /// during its timed runs ([`crate::MachineLock`]). `None`: not kept apart.
+    pub machine_lock: Option<Arc<crate::MachineLock>>,
 }
 
 /// Memory a driver may allocate besides its tensors (timing buffers, the
@@ -158,6 +164,7 @@ impl AgentConfig {
             insecure_plain_http: false,
             drain_deadline: DEFAULT_DRAIN_DEADLINE,
             max_bytes: None,
+            machine_lock: None,
         }
     }
 

@@ -40,6 +40,8 @@ struct AgentState {
     drain_deadline: Duration,
     /// [`super::AgentConfig::max_bytes`].
     max_bytes: Option<u64>,
+    /// [`super::AgentConfig::machine_lock`].
+    machine_lock: Option<Arc<crate::MachineLock>>,
 }
 
 impl AgentState {
@@ -106,6 +108,7 @@ impl Agent {
             stopped: AtomicBool::new(false),
             drain_deadline: config.drain_deadline,
             max_bytes: config.max_bytes,
+            machine_lock: config.machine_lock.clone(),
         };
         Ok(Agent { state: Arc::new(state) })
     }
@@ -214,6 +217,18 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
             return error(StatusCode::SERVICE_UNAVAILABLE, msg);
         }
     };
+    // Timed on this machine: builds of local scaletune processes finish
+    // first and no new one starts until the run is over.
+    let machine = match &state.machine_lock {
+        Some(lock) => match lock.hold(crate::farm::MachineMode::Exclusive).await {
+            Ok(h) => Some(h),
+            Err(e) => {
+                tracing::warn!("run {}: {e}; timed without keeping local builds out", loggable(&req.label));
+                None
+            }
+        },
+        None => None,
+    };
     let queued_s = queued.elapsed().as_secs_f64();
     state.runs_started.fetch_add(1, Ordering::Relaxed);
     tracing::info!(
@@ -229,6 +244,7 @@ async fn run(State(state): State<Arc<AgentState>>, Json(req): Json<RunRequest>) 
     let cancel = Arc::clone(&guard.flag);
     let joined = tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        let _machine = machine;
         exec::execute(&req, &driver_args, memory_limit, &cancel)
     })
     .await;

@@ -38,6 +38,7 @@ mod machine;
 mod quiet;
 mod timeline;
 
+pub(crate) use machine::Mode as MachineMode;
 pub use machine::{MachineLock, MachineLockError};
 pub(crate) use quiet::Quiet;
 

@@ -64,6 +64,7 @@ pub fn run(args: &AgentArgs, rt: &Handle) -> anyhow::Result<()> {
     config.insecure_plain_http = args.insecure_plain_http;
     config.drain_deadline = std::time::Duration::from_secs(args.drain_secs);
     config.max_bytes = Some(crate::limits::max_bytes());
+    config.machine_lock = super::machine_lock();
     rt.block_on(serve_until_signal(&config))?;
     Ok(())
 }

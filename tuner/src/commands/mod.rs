@@ -16,24 +16,30 @@ pub mod tune;
 /// processes' timed runs ([`scaletune_measure::MachineLock`]).
 pub const MACHINE_LOCK_VAR: &str = "SCALETUNE_MACHINE_LOCK";
 
-/// `farm` with the machine lock of [`MACHINE_LOCK_VAR`] (by default this
-/// user's, [`scaletune_measure::MachineLock::default_dir`]); without it,
-/// with a warning, if the lock directory cannot be used.
-pub fn lock_machine(farm: scaletune_measure::Farm) -> scaletune_measure::Farm {
+/// The machine lock of [`MACHINE_LOCK_VAR`] (by default this user's,
+/// [`scaletune_measure::MachineLock::default_dir`]); `None` when turned
+/// off, or, with a warning, when the lock directory cannot be used.
+pub fn machine_lock() -> Option<std::sync::Arc<scaletune_measure::MachineLock>> {
     use scaletune_measure::MachineLock;
     let dir = match std::env::var_os(MACHINE_LOCK_VAR) {
-        Some(v) if v == "off" => return farm,
+        Some(v) if v == "off" => return None,
         Some(v) if !v.is_empty() => std::path::PathBuf::from(v),
         _ => MachineLock::default_dir(),
     };
     match MachineLock::open(&dir) {
-        Ok(lock) => farm.with_machine_lock(std::sync::Arc::new(lock)),
+        Ok(lock) => Some(std::sync::Arc::new(lock)),
         Err(e) => {
-            tracing::warn!(
-                "{e}; timed runs are not kept apart from other scaletune processes (set {MACHINE_LOCK_VAR})"
-            );
-            farm
+            tracing::warn!("{e}; timed runs are not kept apart from other scaletune processes (set {MACHINE_LOCK_VAR})");
+            None
         }
+    }
+}
+
+/// `farm` with the [`machine_lock`], if any.
+pub fn lock_machine(farm: scaletune_measure::Farm) -> scaletune_measure::Farm {
+    match machine_lock() {
+        Some(lock) => farm.with_machine_lock(lock),
+        None => farm,
     }
 }
 
