@@ -29,7 +29,9 @@ pub fn machine_lock() -> Option<std::sync::Arc<scaletune_measure::MachineLock>> 
     match MachineLock::open(&dir) {
         Ok(lock) => Some(std::sync::Arc::new(lock)),
         Err(e) => {
-            tracing::warn!("{e}; timed runs are not kept apart from other scaletune processes (set {MACHINE_LOCK_VAR})");
+            tracing::warn!(
+                "{e}; timed runs are not kept apart from other scaletune processes (set {MACHINE_LOCK_VAR})"
+            );
             None
         }
     }
