@@ -194,6 +194,22 @@ impl MachineLock {
         taken
     }
 
+    /// Holds `machine.lock` exclusively until the result is dropped,
+    /// blocking the thread: for a synchronous phase of timed runs outside a
+    /// farm (the bench's rounds). The hold is a file of its own, so it
+    /// waits for this process's farms too: call it when none is busy.
+    pub fn exclusive_blocking(&self) -> Result<ExclusiveHold, MachineLockError> {
+        let path = self.dir.join("machine.lock");
+        let err = |source| MachineLockError { path: path.clone(), source };
+        let file = OpenOptions::new().write(true).open(&path).map_err(err)?;
+        let t = self.turnstile()?;
+        t.lock().map_err(err)?;
+        let got = file.lock();
+        t.unlock().map_err(err)?;
+        got.map_err(err)?;
+        Ok(ExclusiveHold { _file: file })
+    }
+
     /// True if no process, this one included, holds `machine.lock` (takes
     /// and drops it at once when free).
     pub fn is_free(&self) -> bool {
@@ -208,6 +224,14 @@ impl MachineLock {
         // The phase is a plain value, consistent after any panic.
         self.phase.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// An exclusive hold of `machine.lock` taken with
+/// [`MachineLock::exclusive_blocking`]; released when dropped (the file is
+/// closed).
+#[derive(Debug)]
+pub struct ExclusiveHold {
+    _file: File,
 }
 
 /// Marks a `flock` under way as abandoned if its caller stops waiting.
@@ -337,6 +361,24 @@ mod tests {
         assert!(!b.is_free());
         drop(held);
         assert!(b.is_free());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_blocking_exclusive_hold_waits_for_builds_and_stops_new_ones() {
+        let (_dir, a, b) = two();
+        let build = a.hold(Mode::Shared).await.expect("shared");
+        let timing = tokio::task::spawn_blocking({
+            let b = Arc::clone(&b);
+            move || b.exclusive_blocking().expect("exclusive")
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!timing.is_finished(), "waits for the build");
+        assert!(now(a.pass_turnstile()).await.is_none(), "new builds wait for it");
+        drop(build);
+        let held = timing.await.expect("holds");
+        assert!(!a.is_free());
+        drop(held);
+        assert!(a.is_free(), "released when dropped");
     }
 
     #[test]

@@ -39,7 +39,7 @@ mod quiet;
 mod timeline;
 
 pub(crate) use machine::Mode as MachineMode;
-pub use machine::{MachineLock, MachineLockError};
+pub use machine::{ExclusiveHold, MachineLock, MachineLockError};
 pub(crate) use quiet::Quiet;
 
 pub use timeline::{Event, EventKind, Span, Timeline};

@@ -259,6 +259,14 @@ fn contenders(
     Ok(out)
 }
 
+/// This user's machine lock held exclusively (see
+/// [`crate::commands::machine_lock`]), for a phase of timed rounds; `None`
+/// when turned off or unusable (with a warning).
+pub fn timing_alone() -> Option<scaletune_measure::farm::ExclusiveHold> {
+    let lock = crate::commands::machine_lock()?;
+    lock.exclusive_blocking().map_err(|e| tracing::warn!("{e}; timing without keeping other processes out")).ok()
+}
+
 /// One host shape: tune it, then time every contender in interleaved rounds,
 /// each round ending with the FMA probe. Returns the rows and the round's probes.
 fn host_shape(
@@ -276,6 +284,8 @@ fn host_shape(
     let cs = contenders(builder, &workload, &target, tuned.best, &[vl], opts.timeout)?;
     let mut rounds: Vec<Vec<_>> = cs.iter().map(|_| Vec::new()).collect();
     let mut probes = Vec::new();
+    // Other scaletune processes build nothing while the rounds are timed.
+    let _alone = timing_alone();
     for _ in 0..opts.rounds.max(1) {
         let round = contenders::time_interleaved(&cs, vl, &opts.protocol, 1);
         for (all, mut one) in rounds.iter_mut().zip(round) {

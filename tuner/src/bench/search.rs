@@ -212,7 +212,9 @@ pub fn remeasure(reference: &str, on: &On, runs: &mut [Run], rounds: u32) -> Res
             .map_err(|e| BenchError::Unsupported(format!("an incumbent's trace does not parse: {e}")))?;
         cs.push(build_trace(&builder, Kernel::Tuned, &workload, &target_def, trace, &[vl], timeout));
     }
+    let alone = super::timing_alone();
     let times = contenders::time_interleaved(&cs, vl, &cfg.protocol, rounds);
+    drop(alone);
     let mut failed = 0;
     for ((_, slot), ms) in distinct.iter_mut().zip(&times) {
         *slot = contenders::median_time(ms);
