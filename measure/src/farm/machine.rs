@@ -78,6 +78,13 @@ impl MachineLock {
             move |source| MachineLockError { path, source }
         };
         std::fs::create_dir_all(dir).map_err(err(dir))?;
+        // A directory another user made (in a shared /tmp) could hold the lock forever.
+        let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir).map_err(err(dir))?);
+        let me = nix::unistd::getuid().as_raw();
+        if owner != me {
+            let why = format!("the directory belongs to user {owner}, not to this user ({me})");
+            return Err(err(dir)(std::io::Error::new(std::io::ErrorKind::PermissionDenied, why)));
+        }
         let path = dir.join("machine.lock");
         let machine = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(err(&path))?;
         let turnstile = dir.join("turnstile.lock");
@@ -109,7 +116,25 @@ impl MachineLock {
     pub(crate) async fn pass_turnstile(self: &Arc<Self>) -> Result<(), MachineLockError> {
         let t = self.turnstile()?;
         let path = self.dir.join("turnstile.lock");
-        blocking(move || t.lock().and_then(|()| t.unlock()), path).await
+        let slow = self.slow_warning("a build waits for another process's timed run");
+        blocking(move || t.lock().and_then(|()| t.unlock()), path, slow, SLOW_WAIT).await
+    }
+
+    /// What to log when a wait for the lock lasts [`SLOW_WAIT`]: the
+    /// processes holding `machine.lock` (from `/proc/locks`) and how to stop
+    /// waiting for them. A stopped job (Ctrl-Z) holds it until resumed.
+    fn slow_warning(&self, what: &'static str) -> impl FnOnce() + Send + 'static {
+        let path = self.dir.join("machine.lock");
+        move || {
+            let pids = holders(&path).iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+            tracing::warn!(
+                "{what}: waiting for {} for {} s, held by process {}; a stopped (Ctrl-Z) scaletune job holds it \
+                 until resumed; SCALETUNE_MACHINE_LOCK=off stops waiting for other processes",
+                path.display(),
+                SLOW_WAIT.as_secs(),
+                if pids.is_empty() { "?".to_string() } else { pids }
+            );
+        }
     }
 
     /// Holds `machine.lock` in `mode`, waiting for other processes as the
@@ -158,6 +183,10 @@ impl MachineLock {
     async fn take(self: &Arc<Self>, mode: Mode) -> Result<(), MachineLockError> {
         let me = Arc::clone(self);
         let path = self.dir.join("machine.lock");
+        let slow = self.slow_warning(match mode {
+            Mode::Exclusive => "a timed run waits for other processes' builds and runs",
+            Mode::Shared => "a build waits for another process's timed run",
+        });
         let taken = blocking(
             move || {
                 let file = me.machine.try_clone()?;
@@ -185,6 +214,8 @@ impl MachineLock {
                 got
             },
             path,
+            slow,
+            SLOW_WAIT,
         )
         .await;
         if taken.is_err() {
@@ -270,15 +301,51 @@ impl Drop for MachineHold {
     }
 }
 
-/// Runs a blocking `flock` call on tokio's blocking pool.
+/// How long a wait for the lock lasts before it is logged.
+pub const SLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs a blocking `flock` call on tokio's blocking pool; `slow` runs if
+/// it has not returned `after` that long ([`SLOW_WAIT`]).
 async fn blocking(
     f: impl FnOnce() -> std::io::Result<()> + Send + 'static,
     path: PathBuf,
+    slow: impl FnOnce(),
+    after: std::time::Duration,
 ) -> Result<(), MachineLockError> {
-    match tokio::task::spawn_blocking(f).await {
+    let job = tokio::task::spawn_blocking(f);
+    tokio::pin!(job);
+    let joined = tokio::select! {
+        r = &mut job => r,
+        () = tokio::time::sleep(after) => {
+            slow();
+            job.await
+        }
+    };
+    match joined {
         Ok(r) => r.map_err(|source| MachineLockError { path, source }),
         Err(e) => Err(MachineLockError { path, source: std::io::Error::other(e.to_string()) }),
     }
+}
+
+/// The processes holding an `flock` on the file at `path`, from `/proc/locks`
+/// (empty where it cannot be read).
+pub fn holders(path: &Path) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ino) = std::fs::metadata(path).map(|m| m.ino()) else { return Vec::new() };
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    let mut pids: Vec<u32> = locks
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END" (a "->" after the number marks a waiter).
+            let f: Vec<&str> = f.into_iter().filter(|x| *x != "->").collect();
+            let file_ino = f.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
+            (f.get(1) == Some(&"FLOCK") && file_ino == ino).then(|| f.get(4)?.parse().ok()).flatten()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
 }
 
 #[cfg(test)]
@@ -381,6 +448,38 @@ mod tests {
         assert!(a.is_free(), "released when dropped");
     }
 
+    /// A wait that lasts is told once, and the wait goes on to its end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_wait_is_told_once() {
+        let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let wait = |ms: u64| {
+            let told = Arc::clone(&told);
+            let f = move || {
+                std::thread::sleep(Duration::from_millis(ms));
+                Ok(())
+            };
+            let slow = move || {
+                told.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            };
+            blocking(f, PathBuf::from("x"), slow, Duration::from_millis(50))
+        };
+        wait(0).await.expect("quick");
+        assert_eq!(told.load(std::sync::atomic::Ordering::Relaxed), 0);
+        wait(300).await.expect("slow, then done");
+        assert_eq!(told.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn the_processes_holding_the_lock_are_named() {
+        let (dir, a, _b) = two();
+        let path = dir.path().join("machine.lock");
+        assert!(holders(&path).is_empty(), "nobody yet");
+        let held = a.exclusive_blocking().expect("exclusive");
+        assert_eq!(holders(&path), [std::process::id()]);
+        drop(held);
+        assert!(holders(&path).is_empty());
+    }
+
     #[test]
     fn an_unusable_lock_directory_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("a temporary directory");
@@ -388,5 +487,16 @@ mod tests {
         std::fs::write(&file, b"not a directory").expect("writes");
         let e = MachineLock::open(&file.join("locks")).expect_err("cannot be created");
         assert!(e.to_string().starts_with(&format!("machine lock {}", file.join("locks").display())), "{e}");
+        // Another user's directory (made in a shared /tmp, say) is refused.
+        // Giving it away takes root, as `make test` runs (it installs packages).
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).expect("creates");
+        std::os::unix::fs::chown(&theirs, Some(65534), None).expect("chown (the suite runs as root)");
+        let e = MachineLock::open(&theirs).expect_err("another user's directory");
+        let me = nix::unistd::getuid();
+        assert_eq!(
+            e.to_string(),
+            format!("machine lock {}: the directory belongs to user 65534, not to this user ({me})", theirs.display())
+        );
     }
 }
