@@ -2,8 +2,8 @@
 //!
 //! [`Quiet`](super::Quiet) keeps one farm's builds away from its own timed
 //! runs. Two jobs on one machine (a native tune in one terminal and a QEMU
-//! tune in another, or two users) would still build during each other's
-//! timed runs. With a [`MachineLock`], a farm also holds an `flock` on
+//! tune in another, or a job and an agent serving another machine's job)
+//! would still build during each other's timed runs. With a [`MachineLock`], a farm also holds an `flock` on
 //! `machine.lock` in the lock directory: shared while it builds or runs
 //! untimed work here (a QEMU or check run), exclusive while it times a run.
 //! A process waiting for the exclusive lock first takes `turnstile.lock`,
@@ -14,7 +14,9 @@
 //! The locks are held per process (all of a farm's builds share its one
 //! shared lock; its timed runs, which [`Quiet`](super::Quiet) lets run
 //! together, share its one exclusive lock) and are released by the kernel
-//! when the process exits, however it ends.
+//! when the process exits, however it ends. The lock directory is per user
+//! ([`MachineLock::default_dir`]): users do not wait for each other, and a
+//! directory of another user's is refused.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
