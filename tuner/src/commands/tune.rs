@@ -167,26 +167,40 @@ impl TuneArgs {
 struct Bar {
     bar: ProgressBar,
     kind: ObjectiveKind,
+    shown: Vec<Option<f64>>,
 }
 
 /// Progress elsewhere: one line per batch.
 struct Lines {
     kind: ObjectiveKind,
     trials: usize,
+    shown: Vec<Option<f64>>,
 }
 
-fn bests(tasks: &[Task], kind: ObjectiveKind) -> String {
+/// Each task's best, GFLOPS where known. `shown` holds the bests shown
+/// last (updated here): a best that got worse since, which happens when
+/// re-checks of the best candidate ran slower than its first run (or a
+/// later run disqualified it), says so and what was shown before.
+fn bests(tasks: &[Task], kind: ObjectiveKind, shown: &mut Vec<Option<f64>>) -> String {
+    shown.resize(tasks.len(), None);
+    let text = |t: &Task, b: f64| match crate::tune::summary::gflops(t, kind, b) {
+        Some(g) => format!("{g:.1} GFLOPS"),
+        None => format_objective(kind, b),
+    };
     let parts: Vec<String> = tasks
         .iter()
-        .map(|t| {
-            let best = t.best().map_or_else(
-                || "-".into(),
-                |b| match crate::tune::summary::gflops(t, kind, b) {
-                    Some(g) => format!("{g:.1} GFLOPS"),
-                    None => format_objective(kind, b),
-                },
-            );
-            format!("{} {best}", t.workload.name)
+        .zip(shown.iter_mut())
+        .map(|(t, last)| {
+            let best = t.best();
+            let mut part = format!("{} {}", t.workload.name, best.map_or_else(|| "-".into(), |b| text(t, b)));
+            if let (Some(b), Some(was)) = (best, *last) {
+                // Every objective is lower-is-better.
+                if b > was {
+                    part.push_str(&format!(" (re-measured; was {})", text(t, was)));
+                }
+            }
+            *last = best;
+            part
         })
         .collect();
     parts.join(" | ")
@@ -195,7 +209,7 @@ fn bests(tasks: &[Task], kind: ObjectiveKind) -> String {
 impl Observer for Bar {
     fn trial(&mut self, tasks: &[Task], state: &LoopState) {
         self.bar.set_position(state.trials as u64);
-        self.bar.set_message(bests(tasks, self.kind));
+        self.bar.set_message(bests(tasks, self.kind, &mut self.shown));
     }
 
     fn batch(&mut self, _: &[Task], _: &LoopState, _: usize, _: usize, _: Duration) {}
@@ -213,7 +227,7 @@ impl Observer for Lines {
             elapsed.as_secs_f64(),
             state.trials,
             self.trials,
-            bests(tasks, self.kind)
+            bests(tasks, self.kind, &mut self.shown)
         );
     }
 }
@@ -335,20 +349,20 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
             ProgressStyle::with_template("{bar:30} {pos}/{len} trials, {elapsed} (ETA {eta}) {wide_msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let mut obs = Bar { bar: bar.clone(), kind: cfg.objective.kind };
+        let mut obs = Bar { bar: bar.clone(), kind: cfg.objective.kind, shown: Vec::new() };
         let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
         let r = rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs));
         bar.finish_and_clear();
         r
     } else {
-        let mut obs = Lines { kind: cfg.objective.kind, trials: cfg.trials };
+        let mut obs = Lines { kind: cfg.objective.kind, trials: cfg.trials, shown: Vec::new() };
         let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
         rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs))
     }?;
     let status = if finished.reason == StopReason::Interrupted { JobStatus::Interrupted } else { JobStatus::Finished };
     db.finish_job(job_id, status, finished.reason.text())?;
     if let Some(out) = &args.report {
-        let mut quiet = Lines { kind: cfg.objective.kind, trials: cfg.trials };
+        let mut quiet = Lines { kind: cfg.objective.kind, trials: cfg.trials, shown: Vec::new() };
         Reporting { inner: &mut quiet, db: &db, job: job_id, out: Some(out.clone()) }.write();
         println!("report: {}", out.join("index.html").display());
     }
@@ -368,4 +382,31 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
         return Ok(code.load(std::sync::atomic::Ordering::SeqCst).max(130));
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// The progress shows a best that got worse as such, once.
+    #[test]
+    fn a_best_that_re_checks_made_worse_says_so() {
+        let mut task = crate::tune::task::test_task("matmul:M=64,N=64,K=64");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let s = task.space.sample(&mut rng).expect("samples");
+        task.observe(&s, Some(1e-5), 7);
+        let mut tasks = vec![task];
+        let mut shown = Vec::new();
+        let mut lines = vec![bests(&tasks, ObjectiveKind::Time, &mut shown)];
+        // Its re-checks ran at half the speed: the median of three runs.
+        tasks[0].remeasured(7, 2e-5, 3);
+        lines.push(bests(&tasks, ObjectiveKind::Time, &mut shown));
+        lines.push(bests(&tasks, ObjectiveKind::Time, &mut shown));
+        expect_test::expect![[r#"
+            matmul 52.4 GFLOPS
+            matmul 26.2 GFLOPS (re-measured; was 52.4 GFLOPS)
+            matmul 26.2 GFLOPS"#]]
+        .assert_eq(&lines.join("\n"));
+    }
 }
