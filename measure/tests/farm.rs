@@ -379,9 +379,20 @@ impl Builder for SlowBuilder {
     }
 }
 
-/// A native runner that records each run's span and may pretend to be a
-/// remote one (neither timing this machine nor running on it).
-struct SpannedRunner(NativeRunner, Spans, bool);
+/// Where a [`SpannedRunner`] says its runs happen.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Where {
+    /// Timed on this machine (the native runner).
+    Timed,
+    /// On this machine, untimed (as QEMU runs are).
+    Untimed,
+    /// Elsewhere (as a remote agent's are).
+    Remote,
+}
+
+/// A native runner that records each run's span and says its runs happen
+/// where the test wants.
+struct SpannedRunner(NativeRunner, Spans, Where);
 
 #[async_trait]
 impl Runner for SpannedRunner {
@@ -392,10 +403,10 @@ impl Runner for SpannedRunner {
         self.0.accepts(t, vl)
     }
     fn times_this_machine(&self) -> bool {
-        !self.2
+        self.2 == Where::Timed
     }
     fn runs_on_this_machine(&self) -> bool {
-        !self.2
+        self.2 != Where::Remote
     }
     async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
         let start = Instant::now();
@@ -406,26 +417,26 @@ impl Runner for SpannedRunner {
 }
 
 /// Two farms on one lock directory, as two processes on one machine: one
-/// times candidates natively, the other only builds here (its runs go
-/// elsewhere). No build of the second overlaps a timed run of the first,
-/// and without the lock they do overlap (so the test shows something).
+/// times candidates natively, the other builds here and runs its
+/// candidates elsewhere, or here untimed (as under QEMU). With the lock, no
+/// build or untimed run of the second overlaps a timed run of the first;
+/// without it they do overlap (so the test shows something).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_process_builds_nothing_while_a_candidate_is_timed() {
     let protocol = TimingProtocol { warmup: 0, number: 1, repeat: 2, min_repeat_ms: 0, ..quick() };
     let dir = tempfile::tempdir().expect("a lock directory");
-    let overlap = |locked: bool| {
+    let overlap = |locked: bool, other_runs: Where| {
         let protocol = protocol.clone();
         let dir = dir.path().to_path_buf();
         async move {
-            let (runs, builds) = (Spans::default(), Spans::default());
+            let (runs, load, other) = (Spans::default(), Spans::default(), Spans::default());
             let (timed, timed_batch) = crafted_batch(4, "usleep(20000);", Duration::from_secs(30), Duration::ZERO);
-            let (other, other_batch) = crafted_batch(10, "", Duration::from_secs(30), Duration::from_millis(40));
-            let runner = |spans: &Spans, remote| {
-                vec![Arc::new(SpannedRunner(NativeRunner::new(protocol.clone()), spans.clone(), remote))
-                    as Arc<dyn Runner>]
+            let (slow, other_batch) = crafted_batch(10, "", Duration::from_secs(30), Duration::from_millis(40));
+            let runner = |spans: &Spans, at| {
+                vec![Arc::new(SpannedRunner(NativeRunner::new(protocol.clone()), spans.clone(), at)) as Arc<dyn Runner>]
             };
-            let mut a = Farm::new(Arc::new(timed), 1, runner(&runs, false));
-            let mut b = Farm::new(Arc::new(SlowBuilder(other, builds.clone())), 2, runner(&Spans::default(), true));
+            let mut a = Farm::new(Arc::new(timed), 1, runner(&runs, Where::Timed));
+            let mut b = Farm::new(Arc::new(SlowBuilder(slow, load.clone())), 2, runner(&other, other_runs));
             if locked {
                 let lock = |d: &std::path::Path| Arc::new(MachineLock::open(d).expect("opens"));
                 a = a.with_machine_lock(lock(&dir));
@@ -433,19 +444,27 @@ async fn another_process_builds_nothing_while_a_candidate_is_timed() {
             }
             let (ra, rb) = tokio::join!(a.measure(timed_batch), b.measure(other_batch));
             assert!(ra.measurements.iter().chain(&rb.measurements).all(|m| m.status == Status::Ok));
-            let (runs, builds) = (runs.all(), builds.all());
-            assert_eq!((runs.len(), builds.len()), (4, 10));
+            let (runs, mut load) = (runs.all(), load.all());
+            assert_eq!((runs.len(), load.len()), (4, 10));
+            if other_runs == Where::Untimed {
+                load.extend(other.all());
+            }
             let mut shared = Duration::ZERO;
             for &(rs, re) in &runs {
-                for &(bs, be) in &builds {
+                for &(bs, be) in &load {
                     shared += re.min(be).saturating_duration_since(rs.max(bs));
                 }
             }
             shared
         }
     };
-    assert_eq!(overlap(true).await, Duration::ZERO, "a build of the other farm ran during a timed run");
-    assert!(overlap(false).await > Duration::ZERO, "without the lock the two farms overlap");
+    assert_eq!(overlap(true, Where::Remote).await, Duration::ZERO, "a build of the other farm ran during a timed run");
+    assert_eq!(
+        overlap(true, Where::Untimed).await,
+        Duration::ZERO,
+        "the other farm's builds or untimed runs overlapped"
+    );
+    assert!(overlap(false, Where::Remote).await > Duration::ZERO, "without the lock the two farms overlap");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,7 +18,7 @@
 //! ([`MachineLock::default_dir`]): users do not wait for each other, and a
 //! directory of another user's is refused.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
@@ -193,12 +193,7 @@ impl MachineLock {
             move || {
                 let file = me.machine.try_clone()?;
                 let got = match mode {
-                    Mode::Exclusive => me.turnstile().map_err(|e| e.source).and_then(|t| {
-                        t.lock()?;
-                        let got = file.lock();
-                        t.unlock()?;
-                        got
-                    }),
+                    Mode::Exclusive => me.turnstile().map_err(|e| e.source).and_then(|t| lock_through(&file, &t)),
                     Mode::Shared => file.lock_shared(),
                 };
                 let mut p = me.lock_phase();
@@ -235,11 +230,7 @@ impl MachineLock {
         let path = self.dir.join("machine.lock");
         let err = |source| MachineLockError { path: path.clone(), source };
         let file = OpenOptions::new().write(true).open(&path).map_err(err)?;
-        let t = self.turnstile()?;
-        t.lock().map_err(err)?;
-        let got = file.lock();
-        t.unlock().map_err(err)?;
-        got.map_err(err)?;
+        lock_through(&file, &self.turnstile()?).map_err(err)?;
         Ok(ExclusiveHold { _file: file })
     }
 
@@ -247,10 +238,7 @@ impl MachineLock {
     /// and drops it at once when free).
     pub fn is_free(&self) -> bool {
         let Ok(f) = OpenOptions::new().write(true).open(self.dir.join("machine.lock")) else { return false };
-        match f.try_lock() {
-            Ok(()) => f.unlock().is_ok(),
-            Err(TryLockError::WouldBlock) | Err(TryLockError::Error(_)) => false,
-        }
+        f.try_lock().is_ok() && f.unlock().is_ok()
     }
 
     fn lock_phase(&self) -> std::sync::MutexGuard<'_, Phase> {
@@ -301,6 +289,15 @@ impl Drop for MachineHold {
         drop(p);
         self.lock.changed.notify_waiters();
     }
+}
+
+/// Locks `file` (`machine.lock`) exclusively while holding `turnstile`,
+/// so that builds of other processes stop starting meanwhile.
+fn lock_through(file: &File, turnstile: &File) -> std::io::Result<()> {
+    turnstile.lock()?;
+    let got = file.lock();
+    turnstile.unlock()?;
+    got
 }
 
 /// How long a wait for the lock lasts before it is logged.

@@ -20,13 +20,8 @@ pub const MACHINE_LOCK_VAR: &str = "SCALETUNE_MACHINE_LOCK";
 /// [`scaletune_measure::MachineLock::default_dir`]); `None` when turned
 /// off, or, with a warning, when the lock directory cannot be used.
 pub fn machine_lock() -> Option<std::sync::Arc<scaletune_measure::MachineLock>> {
-    use scaletune_measure::MachineLock;
-    let dir = match std::env::var_os(MACHINE_LOCK_VAR) {
-        Some(v) if v == "off" => return None,
-        Some(v) if !v.is_empty() => std::path::PathBuf::from(v),
-        _ => MachineLock::default_dir(),
-    };
-    match MachineLock::open(&dir) {
+    let dir = machine_lock_dir(std::env::var_os(MACHINE_LOCK_VAR))?;
+    match scaletune_measure::MachineLock::open(&dir) {
         Ok(lock) => Some(std::sync::Arc::new(lock)),
         Err(e) => {
             tracing::warn!(
@@ -34,6 +29,16 @@ pub fn machine_lock() -> Option<std::sync::Arc<scaletune_measure::MachineLock>> 
             );
             None
         }
+    }
+}
+
+/// The lock directory [`MACHINE_LOCK_VAR`]'s value asks for: `None` for
+/// `off`, the default directory when unset or empty.
+fn machine_lock_dir(var: Option<std::ffi::OsString>) -> Option<std::path::PathBuf> {
+    match var {
+        Some(v) if v == "off" => None,
+        Some(v) if !v.is_empty() => Some(std::path::PathBuf::from(v)),
+        _ => Some(scaletune_measure::MachineLock::default_dir()),
     }
 }
 
@@ -74,5 +79,21 @@ pub fn exit_code_of(e: &anyhow::Error) -> u8 {
         3
     } else {
         2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    #[test]
+    fn the_machine_lock_variable_moves_or_turns_off_the_lock() {
+        let default = Some(scaletune_measure::MachineLock::default_dir());
+        assert_eq!(machine_lock_dir(None), default);
+        assert_eq!(machine_lock_dir(Some(OsString::new())), default);
+        assert_eq!(machine_lock_dir(Some("off".into())), None);
+        assert_eq!(machine_lock_dir(Some("/srv/locks".into())), Some(PathBuf::from("/srv/locks")));
     }
 }
