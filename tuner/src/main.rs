@@ -14,11 +14,26 @@ use tokio::runtime::Handle;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The environment variables scaletune reads, for `--help`.
+const ENVIRONMENT: &str = "\
+Environment:
+  SCALETUNE_DB            Tuning database when no --db is given [default: ./scaletune.db]
+  SCALETUNE_MACHINE_LOCK  Directory of the lock that keeps other scaletune processes' builds and
+                          untimed runs out of timed runs, or `off` [default: $XDG_RUNTIME_DIR/scaletune,
+                          else scaletune-UID in the temporary directory]
+  SCALETUNE_CACHE_DIR     Root of every cache (artifacts, runtime, plugin, mca, reference)
+                          [default: scaletune-<cache> in the temporary directory]
+  SCALETUNE_PLUGIN_DIR    Where the QEMU instruction-counting plugin is built [default: the plugin cache]
+  SCALETUNE_NUM_THREADS   Threads of a kernel's parallel loops when it runs outside scaletune
+                          [default: one per CPU the process may run on]
+  SCALETUNE_FONT          TrueType font of report charts [default: DejaVu Sans]";
+
 #[derive(Parser)]
 #[command(
     name = "scaletune",
     version,
-    about = "Autotuner and schedule-space explorer for tensor kernels on vector-length-agnostic hardware"
+    about = "Autotuner and schedule-space explorer for tensor kernels on vector-length-agnostic hardware",
+    after_help = ENVIRONMENT
 )]
 struct Cli {
     #[command(subcommand)]
