@@ -14,8 +14,8 @@
 //!
 //! A purge resets the memory (`MADV_FREE`, [`PURGE_DECOMMITS`] 0) instead
 //! of decommitting it (`MADV_DONTNEED`, mimalloc's default): the kernel
-//! takes the pages back when it needs memory, and a proposal that comes
-//! first finds them in place. The same fixed work took 1.55 s instead of
+//! takes the pages back when it needs memory, and until it does the next
+//! proposal finds them in place. The same fixed work took 1.55 s instead of
 //! 1.86 (medians of five runs each, alternated, 2026-11-28; the same
 //! candidates and ranking), and about a tenth less CPU time; criterion's
 //! `mutate_and_score` gained about a tenth, `sample_and_score` (whose
@@ -70,9 +70,10 @@ pub fn purge_delay_ms() -> c_long {
 mod tests {
     use super::*;
 
-    /// Option 15 is the purge delay: it has that option's default (unless
-    /// `MIMALLOC_PURGE_DELAY` is set) until [`configure`] sets it. Nothing
-    /// else in this test binary calls [`configure`].
+    /// Option 15 is the purge delay and option 5 the purge's kind: each has
+    /// that option's default (unless `MIMALLOC_PURGE_DELAY` or
+    /// `MIMALLOC_PURGE_DECOMMITS` is set) until [`configure`] sets it.
+    /// Nothing else in this test binary calls [`configure`].
     #[test]
     fn the_purge_delay_and_the_purge_kind_are_the_options_set() {
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
