@@ -331,13 +331,18 @@ async fn blocking(
 pub fn holders(path: &Path) -> Vec<u32> {
     use std::os::unix::fs::MetadataExt;
     let Ok(ino) = std::fs::metadata(path).map(|m| m.ino()) else { return Vec::new() };
-    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    holders_in(&std::fs::read_to_string("/proc/locks").unwrap_or_default(), ino)
+}
+
+/// The processes `locks` (the text of `/proc/locks`) shows holding an
+/// `flock` on inode `ino`. A line `N: FLOCK ADVISORY WRITE PID
+/// MAJ:MIN:INODE START END` is a hold; `N: -> FLOCK ...` is a process
+/// blocked waiting for one, which is not named (it holds nothing).
+fn holders_in(locks: &str, ino: u64) -> Vec<u32> {
     let mut pids: Vec<u32> = locks
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            // "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END" (a "->" after the number marks a waiter).
-            let f: Vec<&str> = f.into_iter().filter(|x| *x != "->").collect();
             let file_ino = f.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
             (f.get(1) == Some(&"FLOCK") && file_ino == ino).then(|| f.get(4)?.parse().ok()).flatten()
         })
@@ -466,6 +471,24 @@ mod tests {
         assert_eq!(told.load(std::sync::atomic::Ordering::Relaxed), 0);
         wait(300).await.expect("slow, then done");
         assert_eq!(told.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    /// Holds on the inode are named, once each; waiters, other inodes and
+    /// POSIX locks are not.
+    #[test]
+    fn the_holders_are_read_off_proc_locks() {
+        let locks = "\
+1: FLOCK  ADVISORY  WRITE 4242 00:2a:77 0 EOF
+1: -> FLOCK  ADVISORY  WRITE 5151 00:2a:77 0 EOF
+2: FLOCK  ADVISORY  READ 303 00:2a:77 0 EOF
+3: FLOCK  ADVISORY  READ 303 00:2a:77 0 EOF
+4: POSIX  ADVISORY  WRITE 606 00:2a:77 0 EOF
+5: FLOCK  ADVISORY  WRITE 707 00:2a:78 0 EOF
+garbage
+";
+        assert_eq!(holders_in(locks, 77), [303, 4242]);
+        assert_eq!(holders_in(locks, 78), [707]);
+        assert!(holders_in(locks, 79).is_empty());
     }
 
     #[test]
