@@ -174,6 +174,37 @@ fn micro_kernel_draws_compute_the_reference() {
     }
 }
 
+/// The micro-kernels with the reduction blocks outermost, which only an
+/// operand read along the rows larger than L2 gets (here 1.07 MB: 260 rows,
+/// a partial last register tile, by 1030 of the reduction, blocks of 103
+/// or 206 among others): draws of each compute the reference, at every
+/// vscale among 1, 2 and 4 on scalable targets.
+#[test]
+fn micro_kernels_with_the_reduction_blocks_outermost_compute_the_reference() {
+    let workload = "matmul:M=260,N=20,K=1030";
+    let w = load(workload).expect("loads");
+    for target in ["host", "neoverse-v1", "rvv"] {
+        let t = Target::load(target).expect("target");
+        let nest = initial_nest(&w, &t);
+        let space = DesignSpace::generate(&nest);
+        let outer: Vec<_> = space
+            .traces
+            .iter()
+            .filter(|t| t.choices.iter().any(|c| c.key == "micro-kernel order" && c.value == "reduction blocks outer"))
+            .collect();
+        assert!(!outer.is_empty(), "{workload} on {target}: no reduction-outer micro-kernel");
+        for (k, st) in outer.iter().enumerate() {
+            let mut rng = task_rng(7, k as u64);
+            let mut n = nest.clone();
+            let (trace, _) = st.trace.sample(&mut n, &mut rng).expect("draws");
+            let text = trace.to_string();
+            if let Err(e) = interpret(&w, &n, &text, 7) {
+                panic!("{workload} on {target}, reduction-outer trace {k}: {e}");
+            }
+        }
+    }
+}
+
 /// Workloads with every parameter taken from `SIZES` (one, primes, powers
 /// of two, a million): shapes the interpreter cannot run quickly, so the
 /// property below only lowers.
