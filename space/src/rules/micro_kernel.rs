@@ -27,7 +27,7 @@ const MAX_REDUCTION_BLOCK: i64 = 512;
 /// (under QEMU, where estimated cycles model no cache, it never wins, and
 /// its traces would take trials from the others: one run on matmul
 /// 127x255x63, seed 1, needed 174 trials to come within 5 % of the best
-/// where it needs 64 without them).
+/// where the search without them needed 64, in an earlier session).
 const ROW_OPERAND_OUTGROWS_L2: i64 = 1 << 20;
 
 /// Which loops of a micro-kernel are outermost: where the column strips sit
