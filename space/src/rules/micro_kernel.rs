@@ -51,9 +51,10 @@ enum Order {
     /// block, from further out. Each result tile is loaded and stored once
     /// per reduction block. (matmul 1024^3 on an AVX-512 Xeon, 6 rows of 4
     /// registers, `kc` 512: 14.7 ms against 16.3 ms with the columns outer,
-    /// best of six alternated runs each.) The outermost loop is a
-    /// reduction: a job parallelizes none of its loops. Only for row
-    /// operands larger than [`ROW_OPERAND_OUTGROWS_L2`].
+    /// best of six alternated runs each.) The parallel rule stops at the
+    /// reduction blocks: only the other spatial axes outside them (a
+    /// batch, a convolution's image rows) may run in parallel. Only for
+    /// row operands larger than [`ROW_OPERAND_OUTGROWS_L2`].
     ReductionBlocks,
 }
 
@@ -318,7 +319,7 @@ mod tests {
         let traces = micro_kernels("matmul:M=1024,N=1024,K=1024");
         assert_eq!(traces.len(), 9);
         // Each block of the reduction is read by every column strip in
-        // turn; no loop to parallelize.
+        // turn; no spatial loop outside it to parallelize.
         expect_test::expect![[r#"
             b1 = get_block("C")
             l2, l3, l4 = get_loops(b1)
