@@ -159,16 +159,27 @@ fn micro_kernel_draws_compute_the_reference() {
             // matmuls no vectorized compute, and so no micro-kernel.
             let f16_unvectorized = workload.starts_with("matmul_f16") && !t.caps.half_vectors;
             assert_eq!(micro.is_empty(), f16_unvectorized, "{workload} on {target}: micro-kernel branches");
-            for (k, st) in micro.iter().enumerate() {
-                for seed in 0..4 {
-                    let mut rng = task_rng(seed, k as u64);
-                    let mut n = nest.clone();
-                    let (trace, _) = st.trace.sample(&mut n, &mut rng).expect("draws");
-                    let text = trace.to_string();
-                    if let Err(e) = interpret(&w, &n, &text, seed) {
-                        panic!("{workload} on {target}, micro-kernel trace {k}, seed {seed}: {e}");
-                    }
-                }
+            interpret_draws(&w, &nest, &micro, 0..4, &format!("{workload} on {target}, micro-kernel"));
+        }
+    }
+}
+
+/// Draws of each of `traces` with every seed of `seeds` compute the
+/// reference in the interpreter ([`interpret`]); a failure names `what`.
+fn interpret_draws(
+    w: &scaletune_space::workload::Workload,
+    nest: &Nest,
+    traces: &[&scaletune_space::design::SpaceTrace],
+    seeds: std::ops::Range<u64>,
+    what: &str,
+) {
+    for (k, st) in traces.iter().enumerate() {
+        for seed in seeds.clone() {
+            let mut rng = task_rng(seed, k as u64);
+            let mut n = nest.clone();
+            let (trace, _) = st.trace.sample(&mut n, &mut rng).expect("draws");
+            if let Err(e) = interpret(w, &n, &trace.to_string(), seed) {
+                panic!("{what} trace {k}, seed {seed}: {e}");
             }
         }
     }
@@ -193,15 +204,7 @@ fn micro_kernels_with_the_reduction_blocks_outermost_compute_the_reference() {
             .filter(|t| t.choices.iter().any(|c| c.key == "micro-kernel order" && c.value == "reduction blocks outer"))
             .collect();
         assert!(!outer.is_empty(), "{workload} on {target}: no reduction-outer micro-kernel");
-        for (k, st) in outer.iter().enumerate() {
-            let mut rng = task_rng(7, k as u64);
-            let mut n = nest.clone();
-            let (trace, _) = st.trace.sample(&mut n, &mut rng).expect("draws");
-            let text = trace.to_string();
-            if let Err(e) = interpret(&w, &n, &text, 7) {
-                panic!("{workload} on {target}, reduction-outer trace {k}: {e}");
-            }
-        }
+        interpret_draws(&w, &nest, &outer, 7..8, &format!("{workload} on {target}, reduction-outer"));
     }
 }
 

@@ -396,3 +396,36 @@ fn built_per_vl(c: &Candidate) -> Vec<(Built, Vec<u32>)> {
     let builds = LlvmBuilder::new().build_all(c);
     builds.into_iter().map(|b| (b.result.unwrap_or_else(|e| panic!("build: {e}")), b.vl_bits)).collect()
 }
+
+/// Micro-kernels with the reduction blocks outermost (drawn from the
+/// design space of a matmul whose row operand, 1.07 MB, outgrows L2),
+/// compiled for neoverse-v1 and run under QEMU at VL 128 and 512: each
+/// computes the reference.
+#[test]
+fn reduction_outer_micro_kernels_compute_the_reference_under_qemu() {
+    use scaletune_codegen::pipeline::initial_nest;
+    use scaletune_space::design::DesignSpace;
+    use scaletune_space::sample::task_rng;
+    let w = workload("matmul:M=260,N=20,K=1030");
+    let t = target("neoverse-v1");
+    let nest = initial_nest(&w, &t);
+    let space = DesignSpace::generate(&nest);
+    let outer: Vec<_> = space
+        .traces
+        .iter()
+        .filter(|s| s.choices.iter().any(|c| c.key == "micro-kernel order" && c.value == "reduction blocks outer"))
+        .collect();
+    assert!(!outer.is_empty(), "no reduction-outer micro-kernel");
+    for (k, st) in outer.iter().enumerate() {
+        let mut n = nest.clone();
+        let (tr, _) = st.trace.sample(&mut n, &mut task_rng(3, k as u64)).expect("draws");
+        let text = tr.to_string();
+        let c =
+            Candidate::new(0, Arc::clone(&w), Arc::clone(&t), tr).with_timeout(TIMEOUT).with_vl_bits(vec![128, 512]);
+        for (built, vls) in built_per_vl(&c) {
+            for m in QemuRunner::new().measure_all(&built, &vls) {
+                assert_eq!(m.status, Status::Ok, "trace {k} at VL {}: {}\n{text}", m.vl_bits, m.message);
+            }
+        }
+    }
+}
