@@ -192,9 +192,9 @@ impl Task {
     }
 
     /// This job's trials for the task since the last one after which the
-    /// best was better than before it by more than [`MIN_PROGRESS`] (0
-    /// before any trial, and right after an improvement; counted from the
-    /// first trial if none improved). A re-measurement that makes the
+    /// best was better, by more than [`MIN_PROGRESS`], than after the
+    /// improvement before (0 before any trial, and right after an
+    /// improvement; counted from the first trial if none improved). A re-measurement that makes the
     /// best's figure worse is no improvement, and the next ones are
     /// measured from that worse figure.
     pub fn stalled_trials(&self) -> usize {
