@@ -4,7 +4,11 @@
 //! per second: each iteration proposes (as `tune` does: fresh samples, or
 //! mutants of 16 elites) and scores 256 new candidates on every core;
 //! `mutate_and_score_one_thread` does so in the space of a one-thread job
-//! (no parallel loops).
+//! (no parallel loops); `propose` is a whole proposal of the default
+//! `evolutionary` search, [`PROPOSAL`] candidates chosen as `tune` chooses
+//! a batch (three generations of mutants ranked by the model, fresh
+//! samples, one-step mutants of the best), counted by the candidates it
+//! lowered and scored.
 //!
 //! With `SCALETUNE_SEARCH_WORK=N` set, the binary instead runs a fixed
 //! amount of work (N proposals of each kind, fixed seeds) and prints what
@@ -31,6 +35,9 @@ use std::sync::Arc;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BATCH: usize = 256;
+
+/// Candidates a `propose` iteration chooses: a batch of `tune` on two cores.
+const PROPOSAL: usize = 8;
 
 /// The task, trained model and elites every measurement starts from.
 struct Fixture {
@@ -98,6 +105,20 @@ fn fixed_work(n: usize) {
         counts[2],
         digest.finish()
     );
+    // Whole proposals of the default search, 32 per round, apart from the
+    // digest above (which stays comparable with earlier builds').
+    let mut digest = std::collections::hash_map::DefaultHasher::new();
+    let (mut proposals, mut scored) = (0, 0);
+    for i in 0..32 * n {
+        let (chosen, k) = evolutionary.propose_counted(&f.task, Some(&f.model), PROPOSAL, &mut task_rng(15, i as u64));
+        proposals += 1;
+        scored += k;
+        for s in &chosen {
+            s.text().hash(&mut digest);
+        }
+        discard(chosen);
+    }
+    println!("proposals {proposals} scored {scored} digest {:016x}", digest.finish());
 }
 
 fn bench(c: &mut Criterion) {
@@ -122,6 +143,22 @@ fn bench(c: &mut Criterion) {
             discard(pool);
         })
     });
+    // Whole proposals: the rate is per candidate scored, the mean of a few
+    // proposals' counts (they vary by a few per cent).
+    let per_proposal = (0..8)
+        .map(|i| {
+            let (chosen, k) = evolutionary.propose_counted(&task, Some(&model), PROPOSAL, &mut task_rng(16, i));
+            discard(chosen);
+            k as u64
+        })
+        .sum::<u64>()
+        / 8;
+    g.throughput(Throughput::Elements(per_proposal));
+    let mut rng = task_rng(15, 0);
+    g.bench_function("propose", |b| {
+        b.iter(|| discard(black_box(evolutionary.propose_counted(&task, Some(&model), PROPOSAL, &mut rng).0)))
+    });
+    g.throughput(Throughput::Elements(BATCH as u64));
     // The space of a one-thread job (`tune --threads 1`, QEMU): no parallel loops.
     let (serial, serial_parents) = task_with_elites(&w, &t, SpaceOptions { parallel: false });
     let mut rng = task_rng(14, 0);

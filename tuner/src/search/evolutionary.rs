@@ -337,9 +337,24 @@ impl SearchStrategy for Evolutionary {
     }
 
     fn propose(&mut self, task: &Task, model: Option<&CostModel>, n: usize, rng: &mut ChaCha8Rng) -> Vec<Sample> {
+        self.propose_counted(task, model, n, rng).0
+    }
+}
+
+impl Evolutionary {
+    /// [`SearchStrategy::propose`], and the number of candidates it lowered
+    /// and scored to choose them (each counted once, however often it was
+    /// ranked): the work the search bench divides its time by.
+    pub fn propose_counted(
+        &self,
+        task: &Task,
+        model: Option<&CostModel>,
+        n: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> (Vec<Sample>, usize) {
         let mut seen = Texts::default();
         if task.elites.is_empty() {
-            return spread_samples(task, n, 20 * n + 20, &mut seen, rng);
+            return (spread_samples(task, n, 20 * n + 20, &mut seen, rng), 0);
         }
         let fresh = spread_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
         let local = match model {
@@ -395,7 +410,7 @@ impl SearchStrategy for Evolutionary {
                 let mut pool: Vec<Option<Sample>> = pool.into_iter().map(Some).collect();
                 let out = picked.into_iter().map(|i| pool[i].take().expect("each index picked once")).collect();
                 discard(pool.into_iter().flatten().collect());
-                out
+                (out, features.len())
             }
             None => {
                 // Without a model nothing is lowered to rank; lowered here
@@ -411,7 +426,7 @@ impl SearchStrategy for Evolutionary {
                     kept_mutants.choose_multiple(rng, n_mutants).map(|&i| pool[i].clone()).collect();
                 out.extend(kept_fresh.into_iter().take(n - out.len()).map(|i| pool[i].clone()));
                 discard(pool);
-                out
+                (out, features.len())
             }
         }
     }
