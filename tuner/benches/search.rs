@@ -11,8 +11,8 @@
 //! lowered and scored.
 //!
 //! With `SCALETUNE_SEARCH_WORK=N` set, the binary instead runs a fixed
-//! amount of work (N proposals of each kind, fixed seeds) and prints what
-//! it proposed, for instruction counts that the machine's load does not
+//! amount of work (N batches of each kind and 32·N whole proposals, fixed
+//! seeds) and prints what it proposed, for instruction counts that the machine's load does not
 //! move: `valgrind --tool=callgrind` on the bench binary (README,
 //! Performance).
 

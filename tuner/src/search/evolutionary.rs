@@ -344,7 +344,9 @@ impl SearchStrategy for Evolutionary {
 impl Evolutionary {
     /// [`SearchStrategy::propose`], and the number of candidates it lowered
     /// and scored to choose them (each counted once, however often it was
-    /// ranked): the work the search bench divides its time by.
+    /// ranked; 0 before any candidate is measured, when the proposal is
+    /// fresh samples, unscored): the work the search bench divides its
+    /// time by.
     pub fn propose_counted(
         &self,
         task: &Task,
@@ -695,6 +697,35 @@ mod tests {
         assert_eq!(local_center(&task, 8).map(Sample::text), task.best_scored().map(|s| s.sample.text()));
         let (bred, swapped) = swaps(&task, &mut rng);
         assert!(bred > LOCAL_MUTANTS_PER_SAMPLE * 8 && swapped >= 2, "{bred} in the pool, {swapped} swapped");
+    }
+
+    /// The count of a proposal is the candidates it lowered to choose: a
+    /// search that breeds only the local pool scores exactly that pool, and
+    /// counting changes nothing of what is proposed.
+    #[test]
+    fn a_proposal_counts_the_candidates_it_scored() {
+        let (task, model, rng) = measured_task();
+        let only_local =
+            Evolutionary { generations: 1, mutants_per_sample: 0, fresh_per_sample: 0, epsilon: 0.0, local: 1.0 };
+        // The pool as the proposal makes it: no fresh samples (which still
+        // draw their tie-break), then the local pool.
+        let (mut seen, mut r) = (Texts::default(), rng.clone());
+        assert!(spread_samples(&task, 0, 20, &mut seen, &mut r).is_empty());
+        let pool = only_local.local_pool(&task, 8, &mut seen, &mut r);
+        assert!(pool.len() > 8, "a pool to choose from: {}", pool.len());
+        let (chosen, scored) = only_local.propose_counted(&task, Some(&model), 8, &mut rng.clone());
+        assert_eq!((chosen.len(), scored), (8, pool.len()));
+        let texts = |v: &[Sample]| v.iter().map(|s| s.text().to_string()).collect::<Vec<_>>();
+        assert!(texts(&chosen).iter().all(|t| texts(&pool).contains(t)), "chosen from that pool");
+        // The default search scores its generations, fresh samples and local
+        // pool: more than it chooses, each once.
+        let search = Evolutionary::default();
+        let (chosen, scored) = search.propose_counted(&task, Some(&model), 8, &mut rng.clone());
+        assert_eq!(texts(&chosen), texts(&search.clone().propose(&task, Some(&model), 8, &mut rng.clone())));
+        let most =
+            (search.generations * search.mutants_per_sample + search.fresh_per_sample + LOCAL_MUTANTS_PER_SAMPLE + 1)
+                * 8;
+        assert!((8 * 8..=most).contains(&scored), "{scored} scored, at most {most}");
     }
 
     /// A proposal holds no two samples of one vector program and none of a
