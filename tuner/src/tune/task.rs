@@ -389,20 +389,23 @@ mod tests {
     fn a_task_counts_the_trials_since_its_best_improved_and_ranks_the_other_lineages() {
         let mut t = task();
         assert_eq!(t.stalled_trials(), 0, "no trial yet");
-        t.curve = vec![(1, 9.0), (2, 5.0), (3, 5.0), (4, 5.0)];
-        assert_eq!(t.stalled_trials(), 2);
-        t.curve.push((5, 4.0));
-        assert_eq!(t.stalled_trials(), 0, "an improvement resets it");
-        t.curve.extend([(6, 4.0), (7, 4.2), (8, 4.2)]);
-        assert_eq!(t.stalled_trials(), 3, "the best re-measured slower is no improvement");
-        t.curve.push((9, 4.18));
-        assert_eq!(t.stalled_trials(), 4, "0.5 % better than the figure before is no progress");
-        t.curve.push((10, 4.1));
-        assert_eq!(t.stalled_trials(), 0, "2.4 % better than the re-measured figure is");
-        t.curve.extend([(11, 4.08), (12, 4.07), (13, 4.06)]);
-        assert_eq!(t.stalled_trials(), 3, "steps of a quarter of a percent are no progress");
-        t.curve.push((14, 4.05));
-        assert_eq!(t.stalled_trials(), 0, "until together they come to 1.2 % below the last progress");
+        // Each step: the bests after the next trials, and the trials since
+        // the last progress then.
+        let steps: [(&[f64], usize, &str); 7] = [
+            (&[9.0, 5.0, 5.0, 5.0], 2, "two trials without a better best"),
+            (&[4.0], 0, "an improvement resets it"),
+            (&[4.0, 4.2, 4.2], 3, "the best re-measured slower is no improvement"),
+            (&[4.18], 4, "0.5 % better than the figure before is no progress"),
+            (&[4.1], 0, "2.4 % better than the re-measured figure is"),
+            (&[4.08, 4.07, 4.06], 3, "steps of a quarter of a percent are no progress"),
+            (&[4.05], 0, "until together they come to 1.2 % below the last progress"),
+        ];
+        for (bests, stalled, why) in steps {
+            for &best in bests {
+                t.curve.push((t.curve.len() + 1, best));
+            }
+            assert_eq!(t.stalled_trials(), stalled, "{why}: {:?}", t.curve);
+        }
         // Lineage 0 leads; 2 (best 3.0) ranks before 1 (best 7.0).
         for (record, (family, objective)) in [(0, 1.0), (1, 8.0), (1, 7.0), (2, 3.0), (0, 2.0)].into_iter().enumerate()
         {
