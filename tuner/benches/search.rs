@@ -4,15 +4,20 @@
 //! per second: each iteration proposes (as `tune` does: fresh samples, or
 //! mutants of 16 elites) and scores 256 new candidates on every core;
 //! `mutate_and_score_one_thread` does so in the space of a one-thread job
-//! (no parallel loops); `propose` is a whole proposal of the default
-//! `evolutionary` search, [`PROPOSAL`] candidates chosen as `tune` chooses
-//! a batch (three generations of mutants ranked by the model, fresh
-//! samples, one-step mutants of the best), counted by the candidates it
-//! lowered and scored.
+//! (no parallel loops). `propose` is the search of a 200-trial job: 25
+//! proposals of the default `evolutionary` search, [`PROPOSAL`] candidates
+//! each, chosen as `tune` chooses a batch (three generations of mutants
+//! ranked by the model, fresh samples, one-step mutants of the best), the
+//! task observing each proposal's candidates (a made-up objective) before
+//! the next; counted by the candidates each proposal scored, lowered by it
+//! or, kept in the task's cache, by an earlier one. `propose_uncached`
+//! is the same job with the cache emptied before every proposal: each
+//! proposal lowers everything it scores.
 //!
 //! With `SCALETUNE_SEARCH_WORK=N` set, the binary instead runs a fixed
-//! amount of work (N batches of each kind and 32·N whole proposals, fixed
-//! seeds) and prints what it proposed, for instruction counts that the machine's load does not
+//! amount of work (N batches of each kind, 32·N single proposals, and N
+//! job searches with and without the cache, fixed seeds) and prints what
+//! it proposed, for instruction counts that the machine's load does not
 //! move: `valgrind --tool=callgrind` on the bench binary (README,
 //! Performance).
 
@@ -46,6 +51,8 @@ struct Fixture {
     task: Task,
     model: CostModel,
     parents: Vec<Sample>,
+    /// The elites the task observed, with their objectives.
+    elites: Vec<(Sample, f64)>,
 }
 
 impl Fixture {
@@ -63,12 +70,66 @@ impl Fixture {
             .map(|f| Row { task: 0, objective: 1.0 + f.iter().map(|x| f64::from(x.abs())).sum::<f64>(), features: f })
             .collect();
         let model = CostModel::train(&rows, 5).expect("trains").expect("enough rows");
-        for (i, s) in seeds.iter().take(16).enumerate() {
-            task.observe(s, Some(1.0 + i as f64), i as i64);
+        let elites: Vec<(Sample, f64)> =
+            seeds.into_iter().take(16).enumerate().map(|(i, s)| (s, 1.0 + i as f64)).collect();
+        for (i, (s, objective)) in elites.iter().enumerate() {
+            task.observe(s, Some(*objective), i as i64);
         }
         let parents = task.elites.iter().map(|s| s.sample.clone()).collect();
-        Fixture { w, t, task, model, parents }
+        Fixture { w, t, task, model, parents, elites }
     }
+
+    /// A task as the fixture's starts a job: its space, the 16 elites
+    /// observed, nothing lowered yet.
+    fn job_task(&self) -> Task {
+        let mut task = Task::new(0, Arc::clone(&self.w), Arc::clone(&self.t), 1.0, Vec::new(), self.task.space.clone());
+        for (i, (s, objective)) in self.elites.iter().enumerate() {
+            task.observe(s, Some(*objective), i as i64);
+        }
+        task
+    }
+}
+
+/// Proposals of a 200-trial job in batches of [`PROPOSAL`].
+const JOB_PROPOSALS: usize = 25;
+
+/// What the search of one job did.
+#[derive(Default)]
+struct JobSearch {
+    /// Candidates the proposals scored.
+    scored: usize,
+    /// Of them, lowered by an earlier proposal (found in the task's cache).
+    reused: usize,
+    /// Digest of the texts of the chosen candidates.
+    digest: u64,
+}
+
+/// The search of a 200-trial job from `task`: [`JOB_PROPOSALS`] proposals,
+/// each followed by the task observing its candidates as `tune` does (the
+/// objective made up from the features: the fixture's model was trained on
+/// the same one). With `cached` false, the task's cache of lowered samples
+/// is emptied before each proposal.
+fn job_search(task: &mut Task, model: &CostModel, evolutionary: &Evolutionary, seed: u64, cached: bool) -> JobSearch {
+    let mut out = JobSearch::default();
+    let mut digest = std::collections::hash_map::DefaultHasher::new();
+    for b in 0..JOB_PROPOSALS {
+        if !cached {
+            task.lowered().clear();
+        }
+        let (chosen, k) = evolutionary.propose_counted(task, Some(model), PROPOSAL, &mut task_rng(seed, b as u64));
+        out.scored += k;
+        out.reused += task.lowered().reused();
+        for (i, s) in chosen.iter().enumerate() {
+            s.text().hash(&mut digest);
+            let Some(lowered) = task.lowered_one(s) else { continue };
+            let objective = 1.0 + lowered.features.iter().map(|x| f64::from(x.abs())).sum::<f64>();
+            task.observe(s, Some(objective), (100 + b * PROPOSAL + i) as i64);
+            task.codes.insert(lowered.code);
+        }
+        discard(chosen);
+    }
+    out.digest = digest.finish();
+    out
 }
 
 /// `n` proposals of each kind with fixed seeds; prints how many candidates
@@ -105,11 +166,13 @@ fn fixed_work(n: usize) {
         counts[2],
         digest.finish()
     );
-    // Whole proposals of the default search, 32 per round, apart from the
-    // digest above (which stays comparable with earlier builds').
+    // Single proposals of the default search, 32 per round, apart from the
+    // digest above (which stays comparable with earlier builds'), each with
+    // the task's cache emptied: as the proposals of earlier builds.
     let mut digest = std::collections::hash_map::DefaultHasher::new();
     let (mut proposals, mut scored) = (0, 0);
     for i in 0..32 * n {
+        f.task.lowered().clear();
         let (chosen, k) = evolutionary.propose_counted(&f.task, Some(&f.model), PROPOSAL, &mut task_rng(15, i as u64));
         proposals += 1;
         scored += k;
@@ -119,10 +182,27 @@ fn fixed_work(n: usize) {
         discard(chosen);
     }
     println!("proposals {proposals} scored {scored} digest {:016x}", digest.finish());
+    // Whole job searches, with the task's cache and without: the same
+    // candidates chosen, the same scored.
+    for cached in [true, false] {
+        let (mut scored, mut reused, mut digest) = (0, 0, std::collections::hash_map::DefaultHasher::new());
+        for i in 0..n {
+            let js = job_search(&mut f.job_task(), &f.model, &evolutionary, 17 + i as u64, cached);
+            scored += js.scored;
+            reused += js.reused;
+            js.digest.hash(&mut digest);
+        }
+        println!(
+            "jobs {n} cached {cached} proposals {} scored {scored} reused {reused} digest {:016x}",
+            n * JOB_PROPOSALS,
+            digest.finish()
+        );
+    }
 }
 
 fn bench(c: &mut Criterion) {
-    let Fixture { w, t, task, model, parents } = Fixture::new();
+    let fixture = Fixture::new();
+    let Fixture { w, t, task, model, parents, .. } = &fixture;
     let mut g = c.benchmark_group("search");
     g.throughput(Throughput::Elements(BATCH as u64));
     g.sample_size(10);
@@ -143,21 +223,19 @@ fn bench(c: &mut Criterion) {
             discard(pool);
         })
     });
-    // Whole proposals: the rate is per candidate scored, the mean of a few
-    // proposals' counts (they vary by a few per cent).
-    let per_proposal = (0..8)
-        .map(|i| {
-            let (chosen, k) = evolutionary.propose_counted(&task, Some(&model), PROPOSAL, &mut task_rng(16, i));
-            discard(chosen);
-            k as u64
-        })
-        .sum::<u64>()
-        / 8;
-    g.throughput(Throughput::Elements(per_proposal));
-    let mut rng = task_rng(15, 0);
-    g.bench_function("propose", |b| {
-        b.iter(|| discard(black_box(evolutionary.propose_counted(&task, Some(&model), PROPOSAL, &mut rng).0)))
-    });
+    // A job's search: the rate is per candidate scored, the same job each
+    // iteration (so the same count), from a task set up outside the timing.
+    for (name, cached) in [("propose", true), ("propose_uncached", false)] {
+        let per_job = job_search(&mut fixture.job_task(), &fixture.model, &evolutionary, 17, cached).scored;
+        g.throughput(Throughput::Elements(per_job as u64));
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || fixture.job_task(),
+                |mut task| black_box(job_search(&mut task, &fixture.model, &evolutionary, 17, cached).scored),
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
     g.throughput(Throughput::Elements(BATCH as u64));
     // The space of a one-thread job (`tune --threads 1`, QEMU): no parallel loops.
     let (serial, serial_parents) = task_with_elites(&w, &t, SpaceOptions { parallel: false });

@@ -158,12 +158,89 @@ pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
 }
 
 /// Samples lowered ([`Lowered`]) by trace text, each once, on every core.
-#[derive(Debug, Default)]
+///
+/// A task keeps one for its whole job ([`Task::lowered`]): a proposal
+/// breeds mostly from the same parents as the one before it, and the
+/// mutants it makes again (in a 200-trial job on matmul 512^3, about half
+/// of them) are scored without being lowered again. What a sample lowers to
+/// depends only on its trace and the task (workload, target, VLs), never
+/// on the model, so the cache changes no ranking. Entries are keyed by a
+/// 128-bit digest of the trace text ([`text_key`]), and the cache is
+/// emptied when a round begins with more than its capacity
+/// ([`FeatureCache::CAPACITY`] by default) in it, or when it is asked for
+/// VLs other than those it was filled at.
+#[derive(Debug)]
 pub struct FeatureCache {
-    known: rustc_hash::FxHashMap<Arc<str>, Option<Lowered>>,
+    known: rustc_hash::FxHashMap<u128, Entry>,
+    /// Samples it holds before it starts again empty.
+    capacity: usize,
+    /// The round now under way ([`FeatureCache::begin_round`]).
+    round: u64,
+    /// Distinct samples looked up or lowered in this round.
+    touched: usize,
+    /// Of them, lowered in an earlier round.
+    reused: usize,
+    /// The task's VLs the entries were lowered at.
+    vls: Vec<u32>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    lowered: Option<Lowered>,
+    /// The last round that looked it up.
+    round: u64,
+}
+
+/// The cache key of a trace text: two independent 64-bit digests of it
+/// (SipHash with fixed keys and FxHash), so that two of the tens of
+/// thousands of texts a job lowers share a key with odds far below 2^-64.
+pub fn text_key(text: &str) -> u128 {
+    let mut sip = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut sip);
+    let mut fx = rustc_hash::FxHasher::default();
+    text.hash(&mut fx);
+    (u128::from(sip.finish()) << 64) | u128::from(fx.finish())
+}
+
+impl Default for FeatureCache {
+    fn default() -> FeatureCache {
+        FeatureCache::with_capacity(FeatureCache::CAPACITY)
+    }
 }
 
 impl FeatureCache {
+    /// Samples a cache holds before it starts again empty (at the start of
+    /// a round): about 16 MB, some 300 proposals' worth.
+    pub const CAPACITY: usize = 1 << 16;
+
+    /// An empty cache that starts again empty when a round begins with
+    /// more than `capacity` samples in it.
+    pub fn with_capacity(capacity: usize) -> FeatureCache {
+        FeatureCache { known: Default::default(), capacity, round: 0, touched: 0, reused: 0, vls: Vec::new() }
+    }
+
+    /// Starts a round (a proposal): [`FeatureCache::touched`] and
+    /// [`FeatureCache::reused`] count from here.
+    pub fn begin_round(&mut self) {
+        self.round += 1;
+        self.touched = 0;
+        self.reused = 0;
+        if self.known.len() > self.capacity {
+            self.known.clear();
+        }
+    }
+
+    /// Distinct samples looked up or lowered since the round began: the
+    /// candidates a proposal scored.
+    pub fn touched(&self) -> usize {
+        self.touched
+    }
+
+    /// Of [`FeatureCache::touched`], those lowered in an earlier round.
+    pub fn reused(&self) -> usize {
+        self.reused
+    }
+
     /// The features of each of `samples` (`None`: it does not lower):
     /// cached ones looked up, the others computed in parallel (lowering is
     /// most of a proposal's time) and added.
@@ -173,23 +250,44 @@ impl FeatureCache {
 
     /// Each of `samples` lowered (`None`: it does not lower), as [`FeatureCache::features`].
     pub fn lowered(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Lowered>> {
-        let keys: Vec<&Arc<str>> = samples.iter().map(|s| s.text()).collect();
-        let mut pending: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
-        let todo: Vec<usize> =
-            (0..keys.len()).filter(|&i| !self.known.contains_key(keys[i]) && pending.insert(keys[i])).collect();
+        if self.vls != task.vls {
+            self.known.clear();
+            self.vls.clone_from(&task.vls);
+        }
+        let keys: Vec<u128> = samples.iter().map(|s| text_key(s.text())).collect();
+        let mut pending: rustc_hash::FxHashSet<u128> = rustc_hash::FxHashSet::default();
+        let mut todo: Vec<usize> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            match self.known.get_mut(key) {
+                Some(e) if e.round != self.round => {
+                    e.round = self.round;
+                    self.touched += 1;
+                    self.reused += 1;
+                }
+                Some(_) => {}
+                None if pending.insert(*key) => todo.push(i),
+                None => {}
+            }
+        }
         // On the process's pool of threads, which live on, and with them
         // each thread's memo of simplified expressions.
         let computed: Vec<Option<Lowered>> = todo.par_iter().map(|&i| sample_lowered(task, &samples[i])).collect();
-        for (&i, l) in todo.iter().zip(computed) {
-            self.known.insert(Arc::clone(keys[i]), l);
+        self.touched += todo.len();
+        for (&i, lowered) in todo.iter().zip(computed) {
+            self.known.insert(keys[i], Entry { lowered, round: self.round });
         }
-        keys.iter().map(|&k| self.known.get(k).cloned().flatten()).collect()
+        keys.iter().map(|k| self.known.get(k).and_then(|e| e.lowered.clone())).collect()
     }
 
     /// The code digest of a sample lowered before (`None`: not lowered
     /// yet, or it does not lower).
     pub fn code(&self, sample: &Sample) -> Option<u64> {
-        self.known.get(sample.text()).and_then(|l| l.as_ref().map(|l| l.code))
+        self.known.get(&text_key(sample.text())).and_then(|e| e.lowered.as_ref().map(|l| l.code))
+    }
+
+    /// Forgets every sample (the counts of the round stay).
+    pub fn clear(&mut self) {
+        self.known.clear();
     }
 
     /// Samples whose features are cached.
@@ -361,6 +459,44 @@ mod tests {
             "one object for both VLs"
         );
         assert_ne!(code_digest(&prog, &agnostic.nest.caps), code_digest(&prog, &a.nest.caps), "the kind counts");
+    }
+
+    /// A round counts the distinct samples it looked up, and which of them
+    /// an earlier round lowered; a cache asked for other VLs lowers again
+    /// (what it held was lowered at the old ones), and one past its
+    /// capacity starts the next round empty.
+    #[test]
+    fn the_cache_counts_rounds_follows_the_vls_and_stays_bounded() {
+        let mut task = task();
+        let mut rng = task_rng(8, 0);
+        let samples: Vec<Sample> = (0..6).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
+        let mut cache = FeatureCache::with_capacity(6);
+        cache.begin_round();
+        cache.lowered(&task, &samples[..4]);
+        assert_eq!((cache.touched(), cache.reused(), cache.len()), (4, 0, 4));
+        cache.begin_round();
+        let twice: Vec<Sample> = samples[2..].iter().chain(&samples[2..]).cloned().collect();
+        let got = cache.lowered(&task, &twice);
+        assert_eq!((cache.touched(), cache.reused(), cache.len()), (4, 2, 6));
+        let code = |l: &Option<Lowered>| l.as_ref().map(|l| (l.code, l.features.to_vec()));
+        for (g, s) in got.iter().zip(&twice) {
+            assert_eq!(code(g), code(&sample_lowered(&task, s)), "{}", s.text());
+        }
+        let before = cache.lowered(&task, &samples[..2]);
+        task.vls = vec![512];
+        let after = cache.lowered(&task, &samples[..2]);
+        assert_eq!(cache.len(), 2, "emptied for the new VLs");
+        for ((a, b), s) in after.iter().zip(&before).zip(&samples) {
+            assert_eq!(code(a), code(&sample_lowered(&task, s)), "{}", s.text());
+            assert_ne!(code(a), code(b), "lowered at 512 bits, not at 128 and 256: {}", s.text());
+        }
+        let mut small = FeatureCache::with_capacity(3);
+        small.lowered(&task, &samples);
+        assert_eq!(small.len(), 6, "a round is never cut short");
+        small.begin_round();
+        assert!(small.is_empty());
+        small.lowered(&task, &samples[..1]);
+        assert_eq!((small.touched(), small.reused(), small.len()), (1, 0, 1));
     }
 
     /// A job's rows arrive in the order its farm finishes the candidates:

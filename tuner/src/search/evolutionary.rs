@@ -342,11 +342,12 @@ impl SearchStrategy for Evolutionary {
 }
 
 impl Evolutionary {
-    /// [`SearchStrategy::propose`], and the number of candidates it lowered
-    /// and scored to choose them (each counted once, however often it was
-    /// ranked; 0 before any candidate is measured, when the proposal is
-    /// fresh samples, unscored): the work the search bench divides its
-    /// time by.
+    /// [`SearchStrategy::propose`], and the number of candidates it scored
+    /// to choose them (each counted once, however often it was ranked,
+    /// whether it was lowered now or, found in [`Task::lowered`], by an
+    /// earlier proposal; 0 before any candidate is measured, when the
+    /// proposal is fresh samples, unscored): the work the search bench
+    /// divides its time by.
     pub fn propose_counted(
         &self,
         task: &Task,
@@ -366,8 +367,10 @@ impl Evolutionary {
         let parents = task.parents();
         let mut frontier: Vec<Sample> = parents.clone();
         let mut mutants: Vec<Sample> = Vec::new();
-        // Each mutant is lowered once, though ranked in its generation and in the final pool.
-        let mut features = FeatureCache::default();
+        // Each mutant is lowered once, though ranked in its generation and
+        // in the final pool, and not again by a later proposal of the job.
+        let mut features = task.lowered();
+        features.begin_round();
         for _ in 0..self.generations.max(1) {
             let children = self.breed(task, &frontier, self.mutants_per_sample * n, &mut seen, rng);
             if children.is_empty() {
@@ -412,7 +415,7 @@ impl Evolutionary {
                 let mut pool: Vec<Option<Sample>> = pool.into_iter().map(Some).collect();
                 let out = picked.into_iter().map(|i| pool[i].take().expect("each index picked once")).collect();
                 discard(pool.into_iter().flatten().collect());
-                (out, features.len())
+                (out, features.touched())
             }
             None => {
                 // Without a model nothing is lowered to rank; lowered here
@@ -428,7 +431,7 @@ impl Evolutionary {
                     kept_mutants.choose_multiple(rng, n_mutants).map(|&i| pool[i].clone()).collect();
                 out.extend(kept_fresh.into_iter().take(n - out.len()).map(|i| pool[i].clone()));
                 discard(pool);
-                (out, features.len())
+                (out, features.touched())
             }
         }
     }
@@ -726,6 +729,41 @@ mod tests {
             (search.generations * search.mutants_per_sample + search.fresh_per_sample + LOCAL_MUTANTS_PER_SAMPLE + 1)
                 * 8;
         assert!((8 * 8..=most).contains(&scored), "{scored} scored, at most {most}");
+    }
+
+    /// The task's cache of lowered samples changes no proposal: a job's
+    /// proposals, the task observing each one's candidates before the next,
+    /// are the same and count the same candidates when the cache is emptied
+    /// before each proposal; with it, later proposals find some of their
+    /// candidates lowered already.
+    #[test]
+    fn the_task_cache_of_lowered_samples_changes_no_proposal() {
+        let search = Evolutionary::default();
+        let job = |cached: bool| {
+            let (mut task, model, _) = measured_task();
+            let (mut proposals, mut reused) = (Vec::new(), 0);
+            for b in 0..4u64 {
+                if !cached {
+                    task.lowered().clear();
+                }
+                let (chosen, scored) =
+                    search.propose_counted(&task, Some(&model), 8, &mut ChaCha8Rng::seed_from_u64(b));
+                reused += task.lowered().reused();
+                for (i, s) in chosen.iter().enumerate() {
+                    let lowered = task.lowered_one(s).expect("lowers");
+                    let objective = 1.0 + f64::from(lowered.features.iter().map(|x| x.abs()).sum::<f32>());
+                    task.observe(s, Some(objective), 100 + 8 * b as i64 + i as i64);
+                    task.codes.insert(lowered.code);
+                }
+                proposals.push((chosen.iter().map(|s| s.text().to_string()).collect::<Vec<_>>(), scored));
+            }
+            (proposals, reused)
+        };
+        let (cached, reused) = job(true);
+        let (uncached, none) = job(false);
+        assert_eq!(cached, uncached);
+        assert_eq!(none, 0);
+        assert!(reused > 0, "no candidate of a later proposal was lowered before");
     }
 
     /// A proposal holds no two samples of one vector program and none of a

@@ -5,7 +5,7 @@ use super::objective::Objective;
 use super::scheduler;
 use super::store::{self, RecordInput};
 use super::task::Task;
-use crate::cost_model::{self, CostModel, Row};
+use crate::cost_model::{CostModel, Row};
 use crate::search::SearchStrategy;
 use scaletune_database::{Database, DbError};
 use scaletune_measure::{Candidate, Farm};
@@ -244,7 +244,7 @@ impl Loop<'_> {
                     task.baseline = objective;
                 } else {
                     task.observe(sample, objective, inserted.id);
-                    if let Some(lowered) = cost_model::sample_lowered(task, sample) {
+                    if let Some(lowered) = task.lowered_one(sample) {
                         task.codes.insert(lowered.code);
                         if let Some(objective) = objective {
                             rows.push(Row { task: ti, features: lowered.features.to_vec(), objective });

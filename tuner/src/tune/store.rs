@@ -2,7 +2,7 @@
 
 use super::objective::Objective;
 use super::task::Task;
-use crate::cost_model::{self, CostModel, Row};
+use crate::cost_model::{CostModel, Row};
 use scaletune_codegen::pipeline::lower_nest;
 use scaletune_codegen::target::Target;
 use scaletune_database::NewRecord;
@@ -129,7 +129,7 @@ pub fn predicted_objectives(
     samples
         .iter()
         .map(|s| {
-            let f = cost_model::sample_features(task, s)?;
+            let f = task.lowered_one(s)?.features.to_vec();
             let p = model.predict(&[f]).first().copied()?;
             Some((f64::from(p) + mean).exp()).filter(|x| x.is_finite())
         })

@@ -1,12 +1,13 @@
 //! A tuning task: one workload on one target, its design space, and what the job knows of its candidates.
 
+use crate::cost_model::{FeatureCache, Lowered};
 use crate::search::Texts;
 use scaletune_codegen::target::Target;
 use scaletune_space::design::{DesignSpace, Sample};
 use scaletune_space::trace::Trace;
 use scaletune_space::workload::Workload;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How many of the best measured samples a task keeps as parents.
 pub const ELITES: usize = 32;
@@ -107,6 +108,9 @@ pub struct Task {
     pub draw_failures: usize,
     /// How often this job's trials were timed while other tasks held their CPU.
     pub contention: Contention,
+    /// The samples the search lowered for this task, kept from one
+    /// proposal to the next ([`FeatureCache`]; see [`Task::lowered`]).
+    pub lowered_cache: Mutex<FeatureCache>,
 }
 
 /// Trials timed while other tasks held their CPU ([`scaletune_measure::Timing::waited_s`]).
@@ -162,7 +166,21 @@ impl Task {
             baseline: None,
             draw_failures: 0,
             contention: Contention::default(),
+            lowered_cache: Mutex::new(FeatureCache::default()),
         }
+    }
+
+    /// The task's cache of lowered samples, held for one proposal or one
+    /// look-up (a poisoned lock is taken over: the cache holds no
+    /// half-made entries, every insert is of a finished lowering).
+    pub fn lowered(&self) -> MutexGuard<'_, FeatureCache> {
+        self.lowered_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `sample` lowered ([`crate::cost_model::sample_lowered`]), from the
+    /// task's cache when the search lowered it already.
+    pub fn lowered_one(&self, sample: &Sample) -> Option<Lowered> {
+        self.lowered().lowered(self, std::slice::from_ref(sample)).pop().flatten()
     }
 
     /// The best objective known (from this job or the database).
