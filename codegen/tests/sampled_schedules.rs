@@ -87,7 +87,7 @@ fn check_on(workload: &str, target: &str, seed: u64) -> Result<(), TestCaseError
     // A mutation changes decisions only, replays, and is still correct.
     if let Some((m, scheduled, _)) = scaletune_space::mutators::mutate(&s.trace, &nest, &mut rng) {
         prop_assert_eq!(m.without_decisions(), s.trace.without_decisions());
-        prop_assert!(m != s.trace);
+        prop_assert!(m != *s.trace);
         let mut mn = nest.clone();
         m.apply(&mut mn).map_err(|e| TestCaseError::fail(format!("mutant does not apply: {e}")))?;
         prop_assert_eq!(mn.to_string(), scheduled.to_string());
@@ -265,7 +265,7 @@ fn sampled_candidates_compile_on_every_target() {
             let space = DesignSpace::generate(&initial_nest(&w, &t));
             for seed in 0..2 {
                 let s = space.sample(&mut task_rng(seed, 0)).expect("samples");
-                if let Err(e) = compile_nest(&w, s.nest, &t, &Options::default()) {
+                if let Err(e) = compile_nest(&w, (*s.nest).clone(), &t, &Options::default()) {
                     failures.push(format!("{workload} on {target}, seed {seed}: {e}\n{}", s.trace));
                 }
             }

@@ -84,7 +84,7 @@ fn sample_traces(nest: &Nest, n: usize, seed: u64, stream: u64) -> Vec<Trace> {
         }
         if let Ok(s) = space.sample(&mut rng) {
             if seen.insert(s.trace.to_json()) {
-                out.push(s.trace);
+                out.push((*s.trace).clone());
             }
         }
     }

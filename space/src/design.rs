@@ -50,10 +50,11 @@ pub struct DesignSpace {
 pub struct Sample {
     /// Index of the design-space trace it came from.
     pub space_trace: usize,
-    /// The trace with every decision made.
-    pub trace: Trace,
-    /// The scheduled nest.
-    pub nest: Nest,
+    /// The trace with every decision made (shared: a sample is copied into
+    /// every generation and pool it takes part in, and never edited).
+    pub trace: Arc<Trace>,
+    /// The scheduled nest (shared, as the trace).
+    pub nest: Arc<Nest>,
     /// Draws rejected before this one (decisions that did not apply).
     pub rejected: u32,
     /// `trace` as text, printed once when the sample is made: its identity
@@ -73,7 +74,7 @@ impl Sample {
     /// `trace.to_string()`).
     pub(crate) fn with_text(space_trace: usize, trace: Trace, nest: Nest, rejected: u32, text: Arc<str>) -> Sample {
         debug_assert_eq!(*text, trace.to_string());
-        Sample { space_trace, trace, nest, rejected, text }
+        Sample { space_trace, trace: Arc::new(trace), nest: Arc::new(nest), rejected, text }
     }
 
     /// The trace as text (what `trace.to_string()` gives, printed once).
@@ -548,9 +549,9 @@ mod tests {
             for _ in 0..12 {
                 let Ok(s) = space.sample(&mut rng) else { continue };
                 if let Some((m, _)) = crate::mutators::mutate_sample(&space, &s, &mut rng) {
-                    nests.push(m.nest);
+                    nests.push((*m.nest).clone());
                 }
-                nests.push(s.nest);
+                nests.push((*s.nest).clone());
             }
             assert!(nests.len() > 10, "{reference}: {} nests", nests.len());
             for n in &nests {

@@ -209,8 +209,8 @@ fn bench(c: &mut Criterion) {
     let mut rng = task_rng(12, 0);
     g.bench_function("sample_and_score", |b| {
         b.iter(|| {
-            let pool = fresh_samples(&task, BATCH, 4 * BATCH, &mut Texts::default(), &mut rng);
-            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()));
+            let pool = fresh_samples(task, BATCH, 4 * BATCH, &mut Texts::default(), &mut rng);
+            black_box(model.rank_cached(task, &pool, &mut FeatureCache::default()));
             discard(pool);
         })
     });
@@ -218,8 +218,8 @@ fn bench(c: &mut Criterion) {
     let evolutionary = Evolutionary::default();
     g.bench_function("mutate_and_score", |b| {
         b.iter(|| {
-            let pool = evolutionary.breed(&task, &parents, BATCH, &mut Texts::default(), &mut rng);
-            black_box(model.rank_cached(&task, &pool, &mut FeatureCache::default()));
+            let pool = evolutionary.breed(task, parents, BATCH, &mut Texts::default(), &mut rng);
+            black_box(model.rank_cached(task, &pool, &mut FeatureCache::default()));
             discard(pool);
         })
     });
@@ -238,7 +238,7 @@ fn bench(c: &mut Criterion) {
     }
     g.throughput(Throughput::Elements(BATCH as u64));
     // The space of a one-thread job (`tune --threads 1`, QEMU): no parallel loops.
-    let (serial, serial_parents) = task_with_elites(&w, &t, SpaceOptions { parallel: false });
+    let (serial, serial_parents) = task_with_elites(w, t, SpaceOptions { parallel: false });
     let mut rng = task_rng(14, 0);
     g.bench_function("mutate_and_score_one_thread", |b| {
         b.iter(|| {

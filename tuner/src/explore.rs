@@ -107,7 +107,7 @@ fn build_and_run_all(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            Candidate::new(i as u64, Arc::clone(&w_arc), Arc::clone(&t_arc), s.trace.clone())
+            Candidate::new(i as u64, Arc::clone(&w_arc), Arc::clone(&t_arc), (*s.trace).clone())
                 .with_vl_bits(run_vls(target, &s.nest))
                 .with_timeout(Duration::from_secs(120))
         })

@@ -180,7 +180,7 @@ pub enum Draft {
     /// A sample ready to use, and the name of the mutator that made it.
     Ready(Sample, &'static str),
     /// Decisions made, not replayed.
-    Decided(Decided),
+    Decided(Box<Decided>),
 }
 
 impl Draft {
@@ -253,7 +253,7 @@ pub fn draft_mutant(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Op
         }
     }
     if let Some(d) = decide(s, &space.nest, rng) {
-        return Some(Draft::Decided(d));
+        return Some(Draft::Decided(Box::new(d)));
     }
     if !structural_first {
         if let Some(m) = mutate_structure(space, s, rng) {
@@ -316,7 +316,7 @@ mod tests {
             for (m, _) in registry() {
                 if let Some((t, scheduled)) = m.mutate(&s.trace, &nest, &mut rng) {
                     assert_eq!(t.without_decisions(), s.trace.without_decisions(), "{}", m.name());
-                    assert_ne!(t, s.trace, "{}", m.name());
+                    assert_ne!(t, *s.trace, "{}", m.name());
                     let mut n = nest.clone();
                     t.apply(&mut n).expect("a mutant replays");
                     // Replaying only the instructions after the change gave the same nest.
@@ -348,7 +348,7 @@ mod tests {
             assert_ne!(m.nest.caps, s.nest.caps, "another vector kind");
             let mut nest = space.nest.clone();
             m.trace.apply(&mut nest).expect("replays");
-            assert_eq!(nest, m.nest, "the sample is its trace's");
+            assert_eq!(nest, *m.nest, "the sample is its trace's");
         }
         assert!(swapped >= 30 && tails_changed >= 5, "{swapped} swapped, {tails_changed} with new tails");
     }
@@ -391,7 +391,7 @@ mod tests {
             assert_eq!(n.to_string(), m.nest.to_string());
             assert_eq!(**m.text(), m.trace.to_string());
             if fits {
-                assert_eq!(m.trace, t, "a mutant that fits is not repaired");
+                assert_eq!(*m.trace, t, "a mutant that fits is not repaired");
                 unchanged += 1;
                 continue;
             }
@@ -454,12 +454,12 @@ mod tests {
         // Any one instruction replaced (here by another's), first and last included.
         let n = s.trace.insts.len();
         for i in 0..n {
-            let mut t = s.trace.clone();
+            let mut t = (*s.trace).clone();
             t.insts[i] = s.trace.insts[(i + 1) % n].clone();
             assert_eq!(*respliced(&parent, i, &t), t.to_string(), "instruction {i}");
         }
         // A parent text that is not one line per instruction: printed whole.
-        let mut t = s.trace.clone();
+        let mut t = (*s.trace).clone();
         t.insts[1] = s.trace.insts[0].clone();
         assert_eq!(*respliced("not a trace\n", 1, &t), t.to_string());
         assert_eq!(*respliced(&format!("{parent}extra\n"), 1, &t), t.to_string());

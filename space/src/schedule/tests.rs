@@ -384,7 +384,7 @@ fn substituting_variables_at_once_equals_one_at_a_time() {
             // Every loop with a loop directly inside it: fuse's substitution of the pair.
             for outer in s.nest.all_loops() {
                 let [crate::ir::Node::Loop(inner)] = s.nest.loop_(outer).body[..] else { continue };
-                let mut nest = s.nest.clone();
+                let mut nest = (*s.nest).clone();
                 let (eo, ei) = (nest.extent(outer).clone(), nest.extent(inner).clone());
                 let f = nest.new_var("f", crate::expr::simplify(&(eo.clone() * ei.clone()), &nest));
                 let subst = [

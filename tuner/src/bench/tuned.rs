@@ -34,7 +34,7 @@ pub struct Tuned {
 fn best_trace(task: &Task) -> Option<Trace> {
     match (task.best_scored(), task.baseline) {
         (Some(b), Some(base)) if base < b.objective => Some(Trace::default()),
-        (Some(b), _) => Some(b.sample.trace.clone()),
+        (Some(b), _) => Some((*b.sample.trace).clone()),
         (None, Some(_)) => Some(Trace::default()),
         (None, None) => None,
     }

@@ -76,7 +76,7 @@ pub fn sample_lowered(task: &Task, sample: &Sample) -> Option<Lowered> {
     code_digest(&prog, &sample.nest.caps).hash(&mut digest);
     for &vl in &vls {
         let other = rebuilt_at(task, sample, vl)?;
-        let (nest, p) = other.as_ref().map_or((&sample.nest, &prog), |(n, p)| (n, p));
+        let (nest, p) = other.as_ref().map_or((&*sample.nest, &prog), |(n, p)| (n, p));
         if other.is_some() {
             (vl, code_digest(p, &nest.caps)).hash(&mut digest);
         }

@@ -89,7 +89,7 @@ impl Loop<'_> {
             return None;
         }
         let best = task.best_scored()?;
-        (best.runs < self.confirm.best_runs).then(|| (best.record, best.sample.trace.clone()))
+        (best.runs < self.confirm.best_runs).then(|| (best.record, (*best.sample.trace).clone()))
     }
 
     /// Keeps a re-check's run in its record and re-ranks the task: by the
@@ -136,7 +136,7 @@ impl Loop<'_> {
             let mut done: Vec<i64> = Vec::new();
             let (mut runs, mut passed) = (0, 0);
             let mut next: Vec<(i64, Trace)> =
-                task.elites.iter().take(cfg.top).map(|s| (s.record, s.sample.trace.clone())).collect();
+                task.elites.iter().take(cfg.top).map(|s| (s.record, (*s.sample.trace).clone())).collect();
             let mut extra = 0;
             while !next.is_empty() {
                 let r = self.rounds(task, &next, cfg.rounds).await?;
@@ -166,7 +166,7 @@ impl Loop<'_> {
                 next = match task.elites.first() {
                     Some(best) if !done.contains(&best.record) && extra < cfg.top => {
                         extra += 1;
-                        vec![(best.record, best.sample.trace.clone())]
+                        vec![(best.record, (*best.sample.trace).clone())]
                     }
                     _ => Vec::new(),
                 };

@@ -180,7 +180,7 @@ impl Loop<'_> {
                 .iter()
                 .enumerate()
                 .map(|(k, s)| {
-                    Candidate::new(k as u64, Arc::clone(&task.workload), Arc::clone(&task.target), s.trace.clone())
+                    Candidate::new(k as u64, Arc::clone(&task.workload), Arc::clone(&task.target), (*s.trace).clone())
                         .with_vl_bits(task.vls.clone())
                         .with_timeout(self.timeout)
                 })
