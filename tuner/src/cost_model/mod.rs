@@ -161,7 +161,7 @@ pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
 ///
 /// A task keeps one for its whole job ([`Task::lowered`]): a proposal
 /// breeds mostly from the same parents as the one before it, and the
-/// mutants it makes again (in a 200-trial job on matmul 512^3, about half
+/// mutants it makes again (in a 200-trial job on matmul 512^3, two in five
 /// of them) are scored without being lowered again. What a sample lowers to
 /// depends only on its trace and the task (workload, target, VLs), never
 /// on the model, so the cache changes no ranking. Entries are keyed by a
@@ -210,7 +210,7 @@ impl Default for FeatureCache {
 
 impl FeatureCache {
     /// Samples a cache holds before it starts again empty (at the start of
-    /// a round): about 16 MB, some 300 proposals' worth.
+    /// a round): at most about 16 MB, several hundred proposals' worth.
     pub const CAPACITY: usize = 1 << 16;
 
     /// An empty cache that starts again empty when a round begins with
