@@ -61,6 +61,23 @@ pub struct Sample {
     /// (searches de-duplicate candidates and cache their features by it).
     /// Samples are not edited after they are made.
     text: Arc<str>,
+    /// [`text_key`] of `text`, computed with it.
+    key: u128,
+}
+
+/// A 128-bit digest of a trace text: two independent 64-bit digests of it
+/// (SipHash with fixed keys, and FxHash), so that two of the tens of
+/// thousands of texts a job makes share one with odds far below 2^-64.
+/// A sample's ([`Sample::key`]) is computed once, where the sample is made
+/// (on the thread that made it), for tables that hold many samples' worth
+/// of entries without their texts.
+pub fn text_key(text: &str) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let mut sip = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut sip);
+    let mut fx = rustc_hash::FxHasher::default();
+    text.hash(&mut fx);
+    (u128::from(sip.finish()) << 64) | u128::from(fx.finish())
 }
 
 impl Sample {
@@ -74,12 +91,18 @@ impl Sample {
     /// `trace.to_string()`).
     pub(crate) fn with_text(space_trace: usize, trace: Trace, nest: Nest, rejected: u32, text: Arc<str>) -> Sample {
         debug_assert_eq!(*text, trace.to_string());
-        Sample { space_trace, trace: Arc::new(trace), nest: Arc::new(nest), rejected, text }
+        let key = text_key(&text);
+        Sample { space_trace, trace: Arc::new(trace), nest: Arc::new(nest), rejected, text, key }
     }
 
     /// The trace as text (what `trace.to_string()` gives, printed once).
     pub fn text(&self) -> &Arc<str> {
         &self.text
+    }
+
+    /// [`text_key`] of [`Sample::text`].
+    pub fn key(&self) -> u128 {
+        self.key
     }
 }
 
@@ -344,6 +367,25 @@ mod tests {
             }
         }
         errors
+    }
+
+    /// A sample's key is its text's: equal for equal texts (samples made
+    /// apart), different for the different texts of a few dozen samples.
+    #[test]
+    fn a_sample_key_stands_for_its_text() {
+        let w = load("matmul:M=64,N=48,K=32").expect("loads");
+        let space = DesignSpace::generate(&Nest::from_workload(&w, VectorCaps::sve_any()));
+        let mut rng = task_rng(5, 0);
+        let samples: Vec<Sample> = (0..40).filter_map(|_| space.sample(&mut rng).ok()).collect();
+        let mut by_text = std::collections::HashMap::new();
+        for s in &samples {
+            let again = Sample::new(s.space_trace, (*s.trace).clone(), (*s.nest).clone(), 0);
+            assert_eq!(again.key(), s.key(), "{}", s.text());
+            by_text.insert(s.text().to_string(), s.key());
+        }
+        let keys: std::collections::HashSet<u128> = by_text.values().copied().collect();
+        assert!(by_text.len() > 20, "{} distinct texts", by_text.len());
+        assert_eq!(keys.len(), by_text.len(), "a key per text");
     }
 
     #[test]

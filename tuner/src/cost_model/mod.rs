@@ -165,7 +165,8 @@ pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
 /// of them) are scored without being lowered again. What a sample lowers to
 /// depends only on its trace and the task (workload, target, VLs), never
 /// on the model, so the cache changes no ranking. Entries are keyed by a
-/// 128-bit digest of the trace text ([`text_key`]), and the cache is
+/// 128-bit digest of the trace text ([`Sample::key`], computed where the
+/// sample was made), and the cache is
 /// emptied when a round begins with more than its capacity
 /// ([`FeatureCache::CAPACITY`] by default) in it, or when it is asked for
 /// VLs other than those it was filled at.
@@ -189,17 +190,6 @@ struct Entry {
     lowered: Option<Lowered>,
     /// The last round that looked it up.
     round: u64,
-}
-
-/// The cache key of a trace text: two independent 64-bit digests of it
-/// (SipHash with fixed keys and FxHash), so that two of the tens of
-/// thousands of texts a job lowers share a key with odds far below 2^-64.
-pub fn text_key(text: &str) -> u128 {
-    let mut sip = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut sip);
-    let mut fx = rustc_hash::FxHasher::default();
-    text.hash(&mut fx);
-    (u128::from(sip.finish()) << 64) | u128::from(fx.finish())
 }
 
 impl Default for FeatureCache {
@@ -254,7 +244,7 @@ impl FeatureCache {
             self.known.clear();
             self.vls.clone_from(&task.vls);
         }
-        let keys: Vec<u128> = samples.iter().map(|s| text_key(s.text())).collect();
+        let keys: Vec<u128> = samples.iter().map(Sample::key).collect();
         let mut pending: rustc_hash::FxHashSet<u128> = rustc_hash::FxHashSet::default();
         let mut todo: Vec<usize> = Vec::new();
         for (i, key) in keys.iter().enumerate() {
@@ -282,7 +272,7 @@ impl FeatureCache {
     /// The code digest of a sample lowered before (`None`: not lowered
     /// yet, or it does not lower).
     pub fn code(&self, sample: &Sample) -> Option<u64> {
-        self.known.get(&text_key(sample.text())).and_then(|e| e.lowered.as_ref().map(|l| l.code))
+        self.known.get(&sample.key()).and_then(|e| e.lowered.as_ref().map(|l| l.code))
     }
 
     /// Forgets every sample (the counts of the round stay).
