@@ -95,6 +95,14 @@ impl Sample {
         Sample { space_trace, trace: Arc::new(trace), nest: Arc::new(nest), rejected, text, key }
     }
 
+    /// A sample of trace `trace`, printed as `text` (of key `key`), whose
+    /// replay gives `nest` (shared with an earlier sample of that text).
+    pub(crate) fn known(space_trace: usize, trace: Trace, nest: Arc<Nest>, text: Arc<str>, key: u128) -> Sample {
+        debug_assert_eq!(*text, trace.to_string());
+        debug_assert_eq!(key, text_key(&text));
+        Sample { space_trace, trace: Arc::new(trace), nest, rejected: 0, text, key }
+    }
+
     /// The trace as text (what `trace.to_string()` gives, printed once).
     pub fn text(&self) -> &Arc<str> {
         &self.text

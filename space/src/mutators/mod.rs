@@ -15,13 +15,18 @@ pub use tile::{MutateParallel, MutateTileSize};
 
 use prefix::{prefix_state, PrefixState};
 
-use crate::design::{DesignSpace, Sample};
+use crate::design::{text_key, DesignSpace, Sample};
 use crate::ir::Nest;
 use crate::trace::{Bindings, Inst, Trace};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::fmt::Write;
 use std::sync::Arc;
+
+/// The nest and bindings of a trace replayed up to an instruction, shared
+/// (between the drafts of one parent, and with the per-thread memo of
+/// replayed prefixes).
+pub type Before = Arc<(Nest, Bindings)>;
 
 /// Changes decisions of a decided trace.
 pub trait Mutator {
@@ -40,7 +45,7 @@ pub trait Mutator {
     /// one decision changed, the index of that instruction and the nest and
     /// bindings of the instructions before it. `None` if the mutator finds
     /// nothing to change (it tries up to 8 instructions).
-    fn decide(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, usize, (Nest, Bindings))> {
+    fn decide(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, usize, Before)> {
         let cands = self.candidates(trace);
         if cands.is_empty() {
             return None;
@@ -55,11 +60,11 @@ pub trait Mutator {
                     states.len() - 1
                 }
             };
-            let Some(before) = states[k].1.as_ref() else { continue };
+            let Some(before) = &states[k].1 else { continue };
             let Some(inst) = self.redecide(trace, i, before, rng) else { continue };
             let mut t = trace.clone();
             t.insts[i] = inst;
-            return Some((t, i, before.clone()));
+            return Some((t, i, Arc::clone(before)));
         }
         None
     }
@@ -71,7 +76,7 @@ pub trait Mutator {
     fn mutate(&self, trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace, Nest)> {
         for _ in 0..8 {
             let (t, i, before) = self.decide(trace, nest, rng)?;
-            if let Some((t, n, _)) = replay_from(t, i, before) {
+            if let Some((t, n, _)) = replay_from(t, i, &before) {
                 return Some((t, n));
             }
         }
@@ -130,7 +135,7 @@ pub struct Decided {
     trace: Trace,
     text: Arc<str>,
     from: usize,
-    before: (Nest, Bindings),
+    before: Before,
     name: &'static str,
 }
 
@@ -149,8 +154,24 @@ impl Decided {
     /// The sample, the instructions from the changed one on replayed; `None`
     /// if they do not apply.
     pub fn replay(self) -> Option<Sample> {
+        self.replay_unless_known(|_| None)
+    }
+
+    /// [`Decided::replay`], unless `known` gives for the draft's text key
+    /// ([`text_key`] of [`Decided::text`]) the nest a sample of that text
+    /// was replayed to: the sample is then made with that nest, without a
+    /// replay. It is the sample the replay would give, as a replay is a
+    /// function of the trace alone and a sample's trace, already repaired,
+    /// replays without a repair (a search that lowered the sample before
+    /// keeps its nest for a while, and mutants often repeat).
+    pub fn replay_unless_known(self, known: impl Fn(u128) -> Option<Arc<Nest>>) -> Option<Sample> {
+        let key = text_key(&self.text);
+        if let Some(nest) = known(key) {
+            let Decided { space_trace, trace, text, .. } = self;
+            return Some(Sample::known(space_trace, trace, nest, text, key));
+        }
         let Decided { space_trace, trace, text, from, before, .. } = self;
-        let (trace, nest, repaired) = replay_from(trace, from, before)?;
+        let (trace, nest, repaired) = replay_from(trace, from, &before)?;
         Some(match repaired {
             false => Sample::with_text(space_trace, trace, nest, 0, text),
             true => Sample::new(space_trace, trace, nest, 0),
@@ -163,8 +184,8 @@ impl Decided {
 /// it whose loops' extents the change moved given the nearest decisions that
 /// fit ([`Trace::apply_repairing_from`]): the trace as replayed, its nest,
 /// and whether any decision was repaired. `None` if it does not apply.
-fn replay_from(mut trace: Trace, from: usize, before: (Nest, Bindings)) -> Option<(Trace, Nest, bool)> {
-    let (mut nest, env) = before;
+fn replay_from(mut trace: Trace, from: usize, before: &(Nest, Bindings)) -> Option<(Trace, Nest, bool)> {
+    let (mut nest, env) = before.clone();
     let (repaired, _) = trace.apply_repairing_from(from, &mut nest, env).ok()?;
     let any = !repaired.is_empty();
     for (i, inst) in repaired {
@@ -196,11 +217,17 @@ impl Draft {
     /// The sample and the name of the mutator that made it; `None` if the
     /// decisions do not replay.
     pub fn finish(self) -> Option<(Sample, &'static str)> {
+        self.finish_unless_known(|_| None)
+    }
+
+    /// [`Draft::finish`], with decisions not replayed when `known` has the
+    /// nest of their text ([`Decided::replay_unless_known`]).
+    pub fn finish_unless_known(self, known: impl Fn(u128) -> Option<Arc<Nest>>) -> Option<(Sample, &'static str)> {
         match self {
             Draft::Ready(s, name) => Some((s, name)),
             Draft::Decided(d) => {
                 let name = d.name;
-                d.replay().map(|s| (s, name))
+                d.replay_unless_known(known).map(|s| (s, name))
             }
         }
     }
@@ -274,8 +301,8 @@ pub fn draft_mutant(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Op
 pub fn swap_kind(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Option<Sample> {
     for _ in 0..8 {
         let (i, trace) = categorical::swap_kind(&s.trace, rng)?;
-        let before = prefix_state(&trace, i, &space.nest).as_ref().clone()?;
-        if let Some((trace, nest, _)) = replay_from(trace, i, before) {
+        let before = prefix_state(&trace, i, &space.nest)?;
+        if let Some((trace, nest, _)) = replay_from(trace, i, &before) {
             return Some(Sample::new(s.space_trace, trace, nest, 0));
         }
     }
@@ -374,7 +401,7 @@ mod tests {
             let s = space.sample(&mut rng).expect("samples");
             let Some((t, from, before)) = MutateTileSize.decide(&s.trace, nest, &mut rng) else { continue };
             let fits = {
-                let (mut n, env) = before.clone();
+                let (mut n, env) = before.as_ref().clone();
                 t.apply_from(from, &mut n, env).is_ok()
             };
             let d = Decided {
@@ -499,6 +526,40 @@ mod tests {
             assert_eq!(n.to_string(), m.nest.to_string());
         }
         assert!(decided > 20 && ready > 2, "{decided} decided, {ready} structural");
+    }
+
+    /// A draft finished with the nest of an earlier sample of its text is
+    /// that sample, unreplayed: the same trace, text and key, and the nest
+    /// shared. `known` is asked for the draft's text key; a draft it has
+    /// nothing for (or one whose text it does not know) is replayed.
+    #[test]
+    fn a_draft_of_a_known_text_takes_the_known_nest_instead_of_a_replay() {
+        let space = space_of("matmul_bt:M=24,N=40,K=16");
+        let mut rng = task_rng(5, 0);
+        let mut reused = 0;
+        for i in 0..60 {
+            let s = space.sample(&mut rng).expect("samples");
+            // The same draft twice: the same parent and RNG stream.
+            let draft = || draft_mutant(&space, &s, &mut task_rng(6, i)).expect("a draft");
+            let first = draft();
+            let asked = text_key(first.text());
+            let Some((m, _)) = first.finish_unless_known(|_| None) else { continue };
+            let again = draft();
+            assert_eq!(text_key(again.text()), asked);
+            let known = |key: u128| (key == m.key()).then(|| Arc::clone(&m.nest));
+            let (k, _) = again.finish_unless_known(known).expect("finishes as before");
+            assert_eq!((&*k.trace, k.text(), k.key()), (&*m.trace, m.text(), m.key()));
+            assert_eq!(k.nest, m.nest);
+            if Arc::ptr_eq(&k.nest, &m.nest) {
+                reused += 1;
+                assert_eq!(asked, m.key(), "only a draft of the known text takes its nest");
+            }
+            // Nothing known: replayed.
+            let (r, _) = draft().finish_unless_known(|_| None).expect("finishes as before");
+            assert!(!Arc::ptr_eq(&r.nest, &m.nest));
+            assert_eq!((&*r.nest, r.text()), (&*m.nest, m.text()));
+        }
+        assert!(reused > 20, "{reused} drafts took a known nest");
     }
 
     #[test]

@@ -6,17 +6,18 @@
 //! [`MAX_ENTRIES`] entries the oldest go first.
 
 use crate::ir::Nest;
-use crate::trace::{Bindings, Inst, Trace};
+use crate::trace::{Inst, Trace};
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Prefix states a thread keeps.
 const MAX_ENTRIES: usize = 512;
 
-/// A replayed prefix: what was replayed, on what, and the outcome (`None`:
-/// the prefix does not apply).
-pub(crate) type PrefixState = Rc<Option<(Nest, Bindings)>>;
+/// The outcome of a replayed prefix (`None`: the prefix does not apply),
+/// shared: a mutant's draft holds it until it is replayed, or dropped
+/// unreplayed as a repeat, without a copy of the nest.
+pub(crate) type PrefixState = Option<super::Before>;
 
 struct Entry {
     insts: Vec<Inst>,
@@ -44,7 +45,7 @@ pub(crate) fn prefix_state(trace: &Trace, i: usize, nest: &Nest) -> PrefixState 
     }
     let replay = Trace { insts: prefix.to_vec(), names: trace.names.clone(), lines: Vec::new() };
     let mut n = nest.clone();
-    let state = Rc::new(replay.apply(&mut n).ok().map(|env| (n, env)));
+    let state = replay.apply(&mut n).ok().map(|env| Arc::new((n, env)));
     PREFIXES.with(|t| {
         let mut t = t.borrow_mut();
         if t.len() >= MAX_ENTRIES {
@@ -72,17 +73,17 @@ mod tests {
         let space = DesignSpace::generate(&nest);
         let s = space.sample(&mut task_rng(3, 0)).expect("samples");
         let i = s.trace.insts.len() / 2;
-        let first = prefix_state(&s.trace, i, &nest);
-        let again = prefix_state(&s.trace, i, &nest);
-        assert!(Rc::ptr_eq(&first, &again), "the second call is a hit");
+        let first = prefix_state(&s.trace, i, &nest).expect("the prefix applies");
+        let again = prefix_state(&s.trace, i, &nest).expect("the prefix applies");
+        assert!(Arc::ptr_eq(&first, &again), "the second call is a hit");
         let mut fresh = nest.clone();
         let prefix = Trace { insts: s.trace.insts[..i].to_vec(), names: s.trace.names.clone(), lines: Vec::new() };
         let env = prefix.apply(&mut fresh).expect("the prefix applies");
-        let (cached_nest, cached_env) = first.as_ref().as_ref().expect("applies");
+        let (cached_nest, cached_env) = first.as_ref();
         assert_eq!((cached_nest, cached_env), (&fresh, &env));
         // Another prefix length, or another unscheduled nest: not that entry.
-        assert!(!Rc::ptr_eq(&first, &prefix_state(&s.trace, i - 1, &nest)));
+        assert!(!Arc::ptr_eq(&first, &prefix_state(&s.trace, i - 1, &nest).expect("applies")));
         let other = Nest::from_workload(&w, VectorCaps::fixed(128));
-        assert!(!Rc::ptr_eq(&first, &prefix_state(&s.trace, i, &other)));
+        assert!(!Arc::ptr_eq(&first, &prefix_state(&s.trace, i, &other).expect("applies")));
     }
 }

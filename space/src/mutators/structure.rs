@@ -114,7 +114,7 @@ fn sample_after_shared(
 ) -> Option<(Trace, Nest)> {
     let shared = partial.insts.iter().zip(&parent.insts).take_while(|(a, b)| a == b).count();
     let state = prefix_state(parent, shared, &space.nest);
-    let (mut nest, env) = match state.as_ref() {
+    let (mut nest, env) = match state.as_deref() {
         Some((nest, env)) => (nest.clone(), env.clone()),
         None => (space.nest.clone(), Bindings::default()),
     };

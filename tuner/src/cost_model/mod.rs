@@ -170,6 +170,12 @@ pub fn rank_scores(scores: Vec<Option<f32>>) -> Vec<usize> {
 /// emptied when a round begins with more than its capacity
 /// ([`FeatureCache::CAPACITY`] by default) in it, or when it is asked for
 /// VLs other than those it was filled at.
+///
+/// It also keeps the nests of the samples of its last [`NEST_ROUNDS`]
+/// rounds ([`FeatureCache::nest`]): a mutant drafted again needs no replay
+/// to be scored, and without one its nest is the only part a replay would
+/// add (9 in 10 of a job's repeats come back within that many rounds; a
+/// nest is about 5 kB, a round a few hundred samples).
 #[derive(Debug)]
 pub struct FeatureCache {
     known: rustc_hash::FxHashMap<u128, Entry>,
@@ -183,7 +189,14 @@ pub struct FeatureCache {
     reused: usize,
     /// The task's VLs the entries were lowered at.
     vls: Vec<u32>,
+    /// Scheduled nests by sample key, with the last round that looked the
+    /// sample up.
+    nests: rustc_hash::FxHashMap<u128, (Arc<Nest>, u64)>,
 }
+
+/// Rounds a [`FeatureCache`] keeps a sample's nest for after the last one
+/// that looked the sample up.
+pub const NEST_ROUNDS: u64 = 8;
 
 #[derive(Debug)]
 struct Entry {
@@ -206,7 +219,15 @@ impl FeatureCache {
     /// An empty cache that starts again empty when a round begins with
     /// more than `capacity` samples in it.
     pub fn with_capacity(capacity: usize) -> FeatureCache {
-        FeatureCache { known: Default::default(), capacity, round: 0, touched: 0, reused: 0, vls: Vec::new() }
+        FeatureCache {
+            known: Default::default(),
+            capacity,
+            round: 0,
+            touched: 0,
+            reused: 0,
+            vls: Vec::new(),
+            nests: Default::default(),
+        }
     }
 
     /// Starts a round (a proposal): [`FeatureCache::touched`] and
@@ -218,6 +239,13 @@ impl FeatureCache {
         if self.known.len() > self.capacity {
             self.known.clear();
         }
+        let round = self.round;
+        let expired: Vec<u128> =
+            self.nests.iter().filter(|(_, (_, last))| round - *last > NEST_ROUNDS).map(|(k, _)| *k).collect();
+        // The last references to most of them: dropped on every core, as
+        // the samples of a proposal are.
+        let nests: Vec<Arc<Nest>> = expired.iter().filter_map(|k| self.nests.remove(k)).map(|(n, _)| n).collect();
+        nests.into_par_iter().for_each(drop);
     }
 
     /// Distinct samples looked up or lowered since the round began: the
@@ -266,6 +294,9 @@ impl FeatureCache {
         for (&i, lowered) in todo.iter().zip(computed) {
             self.known.insert(keys[i], Entry { lowered, round: self.round });
         }
+        for (s, key) in samples.iter().zip(&keys) {
+            self.nests.insert(*key, (Arc::clone(&s.nest), self.round));
+        }
         keys.iter().map(|k| self.known.get(k).and_then(|e| e.lowered.clone())).collect()
     }
 
@@ -275,9 +306,16 @@ impl FeatureCache {
         self.known.get(&sample.key()).and_then(|e| e.lowered.as_ref().map(|l| l.code))
     }
 
+    /// The nest of a sample of key `key` (see [`Sample::key`]) looked up
+    /// in the last [`NEST_ROUNDS`] rounds, if there was one.
+    pub fn nest(&self, key: u128) -> Option<Arc<Nest>> {
+        self.nests.get(&key).map(|(n, _)| Arc::clone(n))
+    }
+
     /// Forgets every sample (the counts of the round stay).
     pub fn clear(&mut self) {
         self.known.clear();
+        self.nests.clear();
     }
 
     /// Samples whose features are cached.
@@ -487,6 +525,32 @@ mod tests {
         assert!(small.is_empty());
         small.lowered(&task, &samples[..1]);
         assert_eq!((small.touched(), small.reused(), small.len()), (1, 0, 1));
+    }
+
+    /// The cache keeps the nest of each sample it was asked for until
+    /// [`NEST_ROUNDS`] rounds have passed without the sample, and forgets
+    /// it when cleared.
+    #[test]
+    fn the_cache_keeps_nests_for_a_few_rounds_after_their_last_look_up() {
+        let task = task();
+        let mut rng = task_rng(8, 1);
+        let samples: Vec<Sample> = (0..2).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
+        let mut cache = FeatureCache::default();
+        cache.begin_round();
+        cache.lowered(&task, &samples);
+        let kept = |c: &FeatureCache, s: &Sample| c.nest(s.key()).is_some_and(|n| Arc::ptr_eq(&n, &s.nest));
+        for round in 1..=NEST_ROUNDS {
+            cache.begin_round();
+            assert!(kept(&cache, &samples[0]) && kept(&cache, &samples[1]), "round {round}");
+            // The second is looked up again (its features cached already).
+            cache.lowered(&task, &samples[1..]);
+        }
+        cache.begin_round();
+        assert!(!kept(&cache, &samples[0]), "{} rounds without a look-up", NEST_ROUNDS + 1);
+        assert!(kept(&cache, &samples[1]));
+        assert_eq!(cache.len(), 2, "features stay");
+        cache.clear();
+        assert!(cache.nest(samples[1].key()).is_none());
     }
 
     /// A job's rows arrive in the order its farm finishes the candidates:

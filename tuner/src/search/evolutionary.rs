@@ -175,10 +175,24 @@ impl Evolutionary {
         seen: &mut Texts,
         rng: &mut ChaCha8Rng,
     ) -> Vec<Sample> {
+        self.breed_known(task, frontier, count, seen, None, rng)
+    }
+
+    /// [`Evolutionary::breed`], with mutants whose nest `known` keeps
+    /// made without a replay (see [`new_samples`]): the same mutants.
+    pub fn breed_known(
+        &self,
+        task: &Task,
+        frontier: &[Sample],
+        count: usize,
+        seen: &mut Texts,
+        known: Option<&FeatureCache>,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<Sample> {
         if frontier.is_empty() {
             return Vec::new();
         }
-        new_samples(task, count, count * 4, seen, rng, |r| {
+        new_samples(task, count, count * 4, seen, known, rng, |r| {
             let parent = &frontier[biased_index(frontier.len(), r)];
             draft_mutant(&task.space, parent, r)
         })
@@ -227,11 +241,19 @@ impl Evolutionary {
     /// per place of the proposal) and, once the best has stalled
     /// ([`STALL_TRIALS`]), `n` new samples of the centre with another
     /// vector kind ([`swap_kind`]). Empty before anything was measured.
-    fn local_pool(&self, task: &Task, n: usize, seen: &mut Texts, rng: &mut ChaCha8Rng) -> Vec<Sample> {
+    fn local_pool(
+        &self,
+        task: &Task,
+        n: usize,
+        seen: &mut Texts,
+        known: &FeatureCache,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<Sample> {
         let Some(center) = local_center(task, n) else { return Vec::new() };
-        let mut local = self.breed(task, std::slice::from_ref(center), LOCAL_MUTANTS_PER_SAMPLE * n, seen, rng);
+        let count = LOCAL_MUTANTS_PER_SAMPLE * n;
+        let mut local = self.breed_known(task, std::slice::from_ref(center), count, seen, Some(known), rng);
         if task.stalled_trials() >= STALL_TRIALS {
-            local.extend(new_samples(task, n, 4 * n, seen, rng, |r| swap_kind(&task.space, center, r)));
+            local.extend(new_samples(task, n, 4 * n, seen, None, rng, |r| swap_kind(&task.space, center, r)));
         }
         local
     }
@@ -359,20 +381,22 @@ impl Evolutionary {
         if task.elites.is_empty() {
             return (spread_samples(task, n, 20 * n + 20, &mut seen, rng), 0);
         }
+        // Each mutant is lowered once, though ranked in its generation and
+        // in the final pool, and not again by a later proposal of the job;
+        // one drafted again within a few proposals is not replayed either.
+        let mut features = task.lowered();
+        features.begin_round();
         let fresh = spread_samples(task, self.fresh_per_sample * n, 20 * n + 20, &mut seen, rng);
         let local = match model {
-            Some(_) if self.local > 0.0 => self.local_pool(task, n, &mut seen, rng),
+            Some(_) if self.local > 0.0 => self.local_pool(task, n, &mut seen, &features, rng),
             _ => Vec::new(),
         };
         let parents = task.parents();
         let mut frontier: Vec<Sample> = parents.clone();
         let mut mutants: Vec<Sample> = Vec::new();
-        // Each mutant is lowered once, though ranked in its generation and
-        // in the final pool, and not again by a later proposal of the job.
-        let mut features = task.lowered();
-        features.begin_round();
         for _ in 0..self.generations.max(1) {
-            let children = self.breed(task, &frontier, self.mutants_per_sample * n, &mut seen, rng);
+            let count = self.mutants_per_sample * n;
+            let children = self.breed_known(task, &frontier, count, &mut seen, Some(&features), rng);
             if children.is_empty() {
                 break;
             }
@@ -679,7 +703,7 @@ mod tests {
         }
         let search = Evolutionary::default();
         let swaps = |task: &Task, rng: &mut ChaCha8Rng| {
-            let pool = search.local_pool(task, 8, &mut Texts::default(), rng);
+            let pool = search.local_pool(task, 8, &mut Texts::default(), &FeatureCache::default(), rng);
             let center = local_center(task, 8).expect("a best");
             let changed = |s: &Sample| s.trace.insts.iter().zip(&center.trace.insts).filter(|(a, b)| a != b).count();
             let swapped = pool.iter().filter(|s| {
@@ -714,7 +738,7 @@ mod tests {
         // draw their tie-break), then the local pool.
         let (mut seen, mut r) = (Texts::default(), rng.clone());
         assert!(spread_samples(&task, 0, 20, &mut seen, &mut r).is_empty());
-        let pool = only_local.local_pool(&task, 8, &mut seen, &mut r);
+        let pool = only_local.local_pool(&task, 8, &mut seen, &FeatureCache::default(), &mut r);
         assert!(pool.len() > 8, "a pool to choose from: {}", pool.len());
         let (chosen, scored) = only_local.propose_counted(&task, Some(&model), 8, &mut rng.clone());
         assert_eq!((chosen.len(), scored), (8, pool.len()));

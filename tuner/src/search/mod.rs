@@ -9,7 +9,7 @@
 pub mod evolutionary;
 pub mod random;
 
-use crate::cost_model::CostModel;
+use crate::cost_model::{CostModel, FeatureCache};
 use crate::tune::task::Task;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -65,7 +65,7 @@ pub trait SearchStrategy: Send {
 /// `seen`, which they are added to): at most `n`, trying at most `attempts`
 /// draws.
 pub fn fresh_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, rng: &mut ChaCha8Rng) -> Vec<Sample> {
-    new_samples(task, n, attempts, seen, rng, |r| task.space.sample(r).ok())
+    new_samples(task, n, attempts, seen, None, rng, |r| task.space.sample(r).ok())
 }
 
 /// Fresh samples spread over the design-space traces: the `j`-th draw comes
@@ -79,7 +79,7 @@ pub fn spread_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, 
     }
     let tiebreak: Vec<u64> = task.space.traces.iter().map(|_| rng.gen()).collect();
     let order = task.least_tried(&tiebreak);
-    new_candidates(task, n, attempts, seen, rng, |j, r| task.space.sample_trace(order[j % order.len()], r).ok())
+    new_candidates(task, n, attempts, seen, None, rng, |j, r| task.space.sample_trace(order[j % order.len()], r).ok())
 }
 
 /// Samples made by `make` that are new (neither measured nor in `seen`,
@@ -94,16 +94,19 @@ pub fn spread_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, 
 /// replayed. `seen` also gets the texts of drafts that did not replay. A
 /// replay that repairs a decision gives a sample of another text, which is
 /// checked (and added) in turn: no sample returned repeats a known one or
-/// another.
+/// another. A draft whose text `known` has the nest of
+/// ([`FeatureCache::nest`]: a sample of a recent proposal) is not replayed
+/// at all: it becomes the sample with that nest, as its replay would give.
 pub fn new_samples<C: Candidate>(
     task: &Task,
     n: usize,
     attempts: usize,
     seen: &mut Texts,
+    known: Option<&FeatureCache>,
     rng: &mut ChaCha8Rng,
     make: impl Fn(&mut ChaCha8Rng) -> Option<C> + Sync,
 ) -> Vec<Sample> {
-    new_candidates(task, n, attempts, seen, rng, |_, r| make(r))
+    new_candidates(task, n, attempts, seen, known, rng, |_, r| make(r))
 }
 
 /// Drops `samples` on every core: a sample owns its scheduled nest, a
@@ -118,15 +121,16 @@ pub trait Candidate: Send + Sized {
     /// a finished sample of another text is checked again).
     fn text(&self) -> &str;
     /// The sample, and whether its text is [`Candidate::text`]; `None` if
-    /// it cannot be finished.
-    fn finish(self) -> Option<(Sample, bool)>;
+    /// it cannot be finished. `known` may have the nest the sample has
+    /// (see [`new_samples`]).
+    fn finish(self, known: Option<&FeatureCache>) -> Option<(Sample, bool)>;
 }
 
 impl Candidate for Sample {
     fn text(&self) -> &str {
         Sample::text(self)
     }
-    fn finish(self) -> Option<(Sample, bool)> {
+    fn finish(self, _: Option<&FeatureCache>) -> Option<(Sample, bool)> {
         Some((self, true))
     }
 }
@@ -135,9 +139,9 @@ impl Candidate for Draft {
     fn text(&self) -> &str {
         Draft::text(self)
     }
-    fn finish(self) -> Option<(Sample, bool)> {
+    fn finish(self, known: Option<&FeatureCache>) -> Option<(Sample, bool)> {
         let text = Arc::clone(Draft::text(&self));
-        Draft::finish(self).map(|(s, _)| {
+        self.finish_unless_known(|key| known.and_then(|k| k.nest(key))).map(|(s, _)| {
             let kept = Arc::ptr_eq(&text, s.text()) || text == *s.text();
             (s, kept)
         })
@@ -154,6 +158,7 @@ fn new_candidates<C: Candidate>(
     n: usize,
     attempts: usize,
     seen: &mut Texts,
+    known: Option<&FeatureCache>,
     rng: &mut ChaCha8Rng,
     make: impl Fn(usize, &mut ChaCha8Rng) -> Option<C> + Sync,
 ) -> Vec<Sample> {
@@ -178,7 +183,7 @@ fn new_candidates<C: Candidate>(
                 picked.push(c);
             }
         }
-        let finished: Vec<Option<(Sample, bool)>> = picked.into_par_iter().map(C::finish).collect();
+        let finished: Vec<Option<(Sample, bool)>> = picked.into_par_iter().map(|c| c.finish(known)).collect();
         for (s, kept_text) in finished.into_iter().flatten() {
             if !kept_text {
                 if task.measured.contains(&**s.text()) || seen.contains(&**s.text()) {
@@ -214,7 +219,7 @@ mod tests {
         fn text(&self) -> &str {
             self.0.text()
         }
-        fn finish(self) -> Option<(Sample, bool)> {
+        fn finish(self, _: Option<&FeatureCache>) -> Option<(Sample, bool)> {
             self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Some((self.0, true))
         }
@@ -230,7 +235,7 @@ mod tests {
         let pool = fresh_samples(&t, 5, 50, &mut Texts::default(), &mut ChaCha8Rng::seed_from_u64(4));
         assert_eq!(pool.len(), 5);
         let mut seen: Texts = Texts::from_iter([pool[4].text().to_string()]);
-        let got = new_samples(&t, 10, 40, &mut seen, &mut ChaCha8Rng::seed_from_u64(6), |r| {
+        let got = new_samples(&t, 10, 40, &mut seen, None, &mut ChaCha8Rng::seed_from_u64(6), |r| {
             Some(Counted(pool[r.gen_range(0..pool.len())].clone(), &FINISHED))
         });
         assert_eq!(FINISHED.load(std::sync::atomic::Ordering::Relaxed), 4);
@@ -249,7 +254,7 @@ mod tests {
         fn text(&self) -> &str {
             self.0.text()
         }
-        fn finish(self) -> Option<(Sample, bool)> {
+        fn finish(self, _: Option<&FeatureCache>) -> Option<(Sample, bool)> {
             Some((self.1, false))
         }
     }
@@ -265,7 +270,7 @@ mod tests {
         let mut seen: Texts = Texts::from_iter([pool[4].text().to_string()]);
         // Drafts 0..4 finishing as 6 (new), 4 (seen), 5 (measured) and 6 (finished before).
         let finished_as = [6, 4, 5, 6];
-        let got = new_candidates(&t, 4, 4, &mut seen, &mut ChaCha8Rng::seed_from_u64(6), |j, _| {
+        let got = new_candidates(&t, 4, 4, &mut seen, None, &mut ChaCha8Rng::seed_from_u64(6), |j, _| {
             Some(Retexted(pool[j].clone(), pool[finished_as[j]].clone()))
         });
         let texts: Vec<&str> = got.iter().map(|s| &**s.text()).collect();
@@ -291,7 +296,7 @@ mod tests {
         }
         // A candidate seen before: the mutants a first call makes.
         let breed = |seen: &mut Texts, seed| {
-            new_samples(&t, 40, 400, seen, &mut ChaCha8Rng::seed_from_u64(seed), |r| {
+            new_samples(&t, 40, 400, seen, None, &mut ChaCha8Rng::seed_from_u64(seed), |r| {
                 draft_mutant(&t.space, &parents[r.gen_range(0..parents.len())], r)
             })
         };
