@@ -67,8 +67,18 @@ impl Nest {
     }
 
     /// The largest value `e` takes at any allowed vscale (variables over
-    /// their loops' ranges), or `None` if it cannot be bounded.
+    /// their loops' ranges), 0 if that is negative, or `None` if it cannot
+    /// be bounded.
     pub fn max_value(&self, e: &crate::Expr) -> Option<i128> {
+        // Most extents are constants: their bound at every vscale, as below.
+        if let crate::Expr::Int(v) = e {
+            return Some(i128::from(*v).max(0));
+        }
+        self.max_value_by_bounds(e)
+    }
+
+    /// [`Nest::max_value`] from the bounds of `e` at each allowed vscale.
+    fn max_value_by_bounds(&self, e: &crate::Expr) -> Option<i128> {
         let vs: &[u32] = if self.caps.vscale_values.is_empty() { &[1] } else { &self.caps.vscale_values };
         vs.iter().map(|&v| bounds(e, self, i64::from(v)).map(|(_, hi)| i128::from(hi))).try_fold(0i128, |m, hi| {
             let hi = hi?;
@@ -109,5 +119,27 @@ impl Nest {
             self.check_limits_at(*c, iterations, copies)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::expr::Expr;
+    use crate::ir::Nest;
+    use crate::workload::load;
+    use crate::VectorCaps;
+
+    /// The largest value of a constant is the one its bounds give, at one
+    /// vscale or several.
+    #[test]
+    fn the_largest_value_of_a_constant_is_the_one_its_bounds_give() {
+        let w = load("matmul:M=8,N=8,K=8").expect("loads");
+        for caps in [VectorCaps::fixed(256), VectorCaps::sve_any()] {
+            let nest = Nest::from_workload(&w, caps);
+            for v in [i64::MIN, -7, -1, 0, 1, 42, 1 << 40, i64::MAX] {
+                let e = Expr::Int(v);
+                assert_eq!(nest.max_value(&e), nest.max_value_by_bounds(&e), "{v}");
+            }
+        }
     }
 }
