@@ -110,12 +110,16 @@ impl Drop for Hog {
 /// A run pinned to a CPU that another thread keeps busy waits for it
 /// during every repeat: the driver times each repeat again once (as many
 /// retries as repeats), then keeps the disturbed ones and reports their
-/// wait, about half of each (the two share the CPU).
+/// wait, about half of each (the two share the CPU). Each repeat lasts
+/// 50 ms or more, many of the scheduler's time slices (a few ms each): a
+/// repeat of a few ms (10 ms calibrated while the CPU was shared, run in
+/// 2.7 ms when it was not) could fall within one slice of the run and
+/// wait for nothing.
 #[test]
 fn a_run_sharing_its_cpu_times_its_repeats_again_and_reports_the_wait() {
     let (w, t) = (workload("scale_add:N=4096"), target("host"));
     let built = crafted_built(0, &w, &t, &scale_add_c(4096, ""), TIMEOUT);
-    let p = TimingProtocol { repeat: 4, min_repeat_ms: 10, pin_core: Some(0), ..quick() };
+    let p = TimingProtocol { repeat: 4, min_repeat_ms: 50, pin_core: Some(0), ..quick() };
     let hog = Hog::on(0);
     let m = NativeRunner::new(p).measure(&built, t.default_vl_bits[0]);
     drop(hog);
