@@ -275,12 +275,15 @@ impl FeatureCache {
         let keys: Vec<u128> = samples.iter().map(Sample::key).collect();
         let mut pending: rustc_hash::FxHashSet<u128> = rustc_hash::FxHashSet::default();
         let mut todo: Vec<usize> = Vec::new();
+        // Samples first looked up in this round, whose nests are kept from it on.
+        let mut refreshed: Vec<usize> = Vec::new();
         for (i, key) in keys.iter().enumerate() {
             match self.known.get_mut(key) {
                 Some(e) if e.round != self.round => {
                     e.round = self.round;
                     self.touched += 1;
                     self.reused += 1;
+                    refreshed.push(i);
                 }
                 Some(_) => {}
                 None if pending.insert(*key) => todo.push(i),
@@ -294,8 +297,8 @@ impl FeatureCache {
         for (&i, lowered) in todo.iter().zip(computed) {
             self.known.insert(keys[i], Entry { lowered, round: self.round });
         }
-        for (s, key) in samples.iter().zip(&keys) {
-            self.nests.insert(*key, (Arc::clone(&s.nest), self.round));
+        for &i in refreshed.iter().chain(&todo) {
+            self.nests.insert(keys[i], (Arc::clone(&samples[i].nest), self.round));
         }
         keys.iter().map(|k| self.known.get(k).and_then(|e| e.lowered.clone())).collect()
     }

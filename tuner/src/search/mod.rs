@@ -321,6 +321,37 @@ mod tests {
         assert_eq!(on(1), on(2));
     }
 
+    /// Drafts whose text the cache holds a nest for are finished with that
+    /// nest, unreplayed: breeding again from the same seed with the cache
+    /// of the first brood gives the same mutants, the decided ones sharing
+    /// the first brood's nests; without the cache, none shares one.
+    #[test]
+    fn drafts_the_cache_knows_take_its_nests_and_give_the_same_mutants() {
+        use crate::cost_model::FeatureCache;
+        use scaletune_space::mutators::draft_mutant;
+        let t = task();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let parents = fresh_samples(&t, 4, 40, &mut Texts::default(), &mut rng);
+        let breed = |known: Option<&FeatureCache>| {
+            new_samples(&t, 40, 400, &mut Texts::default(), known, &mut ChaCha8Rng::seed_from_u64(11), |r| {
+                draft_mutant(&t.space, &parents[r.gen_range(0..parents.len())], r)
+            })
+        };
+        let first = breed(None);
+        let mut cache = FeatureCache::default();
+        cache.begin_round();
+        cache.lowered(&t, &first);
+        let texts = |b: &[Sample]| b.iter().map(|s| s.text().to_string()).collect::<Vec<_>>();
+        let shared = |b: &[Sample]| b.iter().zip(&first).filter(|(a, f)| Arc::ptr_eq(&a.nest, &f.nest)).count();
+        let known = breed(Some(&cache));
+        assert_eq!(texts(&known), texts(&first));
+        for (k, f) in known.iter().zip(&first) {
+            assert_eq!(*k.nest, *f.nest, "{}", k.text());
+        }
+        assert!(shared(&known) > first.len() / 2, "{} of {} took the cached nest", shared(&known), first.len());
+        assert_eq!(shared(&breed(None)), 0);
+    }
+
     #[test]
     fn spread_samples_draw_every_design_space_trace_once_the_least_tried_first() {
         let mut t = task();
