@@ -38,14 +38,22 @@ pub(crate) enum Shape {
 impl Lowerer {
     /// Emits a scalar index expression (every variable must be scalar here).
     pub fn index(&mut self, e: &Expr) -> Result<Reg> {
+        self.index_at(e).map(|(r, _)| r)
+    }
+
+    /// [`Lowerer::index`], with the depth of `e`: the register number of
+    /// the innermost loop variable it uses (`None` if it uses none), by
+    /// which sums order their terms. Found while emitting, not by another
+    /// walk of each term.
+    fn index_at(&mut self, e: &Expr) -> Result<(Reg, Option<u32>)> {
         Ok(match e {
-            Expr::Int(v) => self.b.index(*v),
+            Expr::Int(v) => (self.b.index(*v), None),
             Expr::VScale => match self.vscale_const {
-                Some(c) => self.b.index(c),
-                None => self.b.emit(Op::VScale),
+                Some(c) => (self.b.index(c), None),
+                None => (self.b.emit(Op::VScale), None),
             },
             Expr::Var(v) => match self.vars.get(v) {
-                Some(r) => *r,
+                Some(r) => (*r, Some(r.0)),
                 None => {
                     return Err(self.unsupported(format!("variable `{}` used outside its loop", self.nest.var(*v).name)))
                 }
@@ -58,18 +66,22 @@ impl Lowerer {
             Expr::Min(a, b) => self.bin_index(BinOp::Min, a, b)?,
             Expr::Max(a, b) => self.bin_index(BinOp::Max, a, b)?,
             Expr::CeilDiv(a, b) => {
-                let x = self.index(a)?;
-                let y = self.index(b)?;
+                let (x, da) = self.index_at(a)?;
+                let (y, db) = self.index_at(b)?;
                 let one = self.b.index(1);
                 let s = self.b.bin(BinOp::Add, x, y);
                 let s = self.b.bin(BinOp::Sub, s, one);
-                self.b.bin(BinOp::FloorDiv, s, y)
+                (self.b.bin(BinOp::FloorDiv, s, y), da.max(db))
             }
             Expr::Load(t, idx) => {
                 let flat = self.nest.flat_index(*t, idx);
                 let i = self.index(&flat)?;
                 let v = self.b.emit(Op::Load { buf: self.bufs[t.index()], index: i });
-                self.b.emit(Op::Cast(v, Elem::Index))
+                // The variables of the indices as written (the flat index
+                // may have simplified one away).
+                let mut depth = None;
+                e.for_each_var(&mut |v| depth = depth.max(self.vars.get(&v).map(|r| r.0)));
+                (self.b.emit(Op::Cast(v, Elem::Index)), depth)
             }
         })
     }
@@ -79,26 +91,26 @@ impl Lowerer {
     /// then has nothing to regroup, so the address stays `invariant + iv`
     /// (an `or disjoint` that SCEV reads as an add) and strength reduction
     /// turns it into a pointer increment instead of recomputing it per access.
-    fn sum_index(&mut self, e: &Expr) -> Result<Reg> {
+    fn sum_index(&mut self, e: &Expr) -> Result<(Reg, Option<u32>)> {
         let mut terms = SmallVec::new();
         flatten_sum(e, &mut terms);
         let mut emitted: SmallVec<[(Option<u32>, Reg); 8]> = SmallVec::with_capacity(terms.len());
         for t in terms {
-            let mut depth = None;
-            t.for_each_var(&mut |v| depth = depth.max(self.vars.get(&v).map(|r| r.0)));
-            emitted.push((depth, self.index(t)?));
+            let (r, depth) = self.index_at(t)?;
+            emitted.push((depth, r));
         }
         // Stable: terms at one depth keep their order.
         emitted.sort_by_key(|(depth, _)| *depth);
+        let depth = emitted.last().and_then(|(d, _)| *d);
         let mut regs = emitted.into_iter().map(|(_, r)| r);
         let first = regs.next().expect("a sum has two terms");
-        Ok(regs.fold(first, |acc, r| self.b.bin(BinOp::Add, acc, r)))
+        Ok((regs.fold(first, |acc, r| self.b.bin(BinOp::Add, acc, r)), depth))
     }
 
-    fn bin_index(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Reg> {
-        let x = self.index(a)?;
-        let y = self.index(b)?;
-        Ok(self.b.bin(op, x, y))
+    fn bin_index(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<(Reg, Option<u32>)> {
+        let (x, da) = self.index_at(a)?;
+        let (y, db) = self.index_at(b)?;
+        Ok((self.b.bin(op, x, y), da.max(db)))
     }
 
     /// Emits an index expression as a vector of lane values (the vector

@@ -25,27 +25,54 @@ use std::hash::{Hash, Hasher};
 
 /// Optimizes `prog` in place.
 pub fn optimize(prog: &mut Program) {
+    // The tables of the last program this thread optimized, emptied: a
+    // search optimizes thousands of programs of similar sizes.
+    let mut w = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
     let body = std::mem::take(&mut prog.body);
-    let (defs, mut place) = Defs::of(prog.regs.len(), &body);
-    let body = hoist(body, &defs, &mut place);
-    let scopes = Scopes::of(prog.regs.len(), &body);
+    let n_regs = prog.regs.len();
+    w.defs.fill(&mut w.place, n_regs, &body);
+    let body = hoist(body, &w.defs, &mut w.place, &mut w.spare);
+    w.scopes.fill(n_regs, &body);
+    w.table.clear();
+    w.index.clear();
+    w.renames.clear();
+    w.renames.resize(n_regs, None);
     let mut cse = Cse {
         prog,
-        defs: &defs,
-        scopes: &scopes,
-        table: Vec::new(),
-        // Sized for every register up front: the tables grow with the program.
-        index: FxHashMap::with_capacity_and_hasher(prog.regs.len(), Default::default()),
-        renames: vec![None; prog.regs.len()],
+        defs: &w.defs,
+        scopes: &w.scopes,
+        table: std::mem::take(&mut w.table),
+        index: std::mem::take(&mut w.index),
+        renames: std::mem::take(&mut w.renames),
         next_list: 0,
         in_parallel: false,
     };
     let mut body = body;
     cse.list(&mut body);
+    (w.table, w.index, w.renames) = (cse.table, cse.index, cse.renames);
     prog.body = body;
+    SCRATCH.with(|s| *s.borrow_mut() = w);
+}
+
+/// The tables of [`optimize`], kept per thread between programs.
+#[derive(Default)]
+struct Scratch {
+    defs: Defs,
+    place: Placement,
+    scopes: Scopes,
+    table: Vec<Available>,
+    index: FxHashMap<u64, SmallVec<[usize; 2]>>,
+    renames: Vec<Option<Reg>>,
+    /// Empty statement lists for the hoister's fronts.
+    spare: Vec<Vec<Stmt>>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
 /// How each register is defined.
+#[derive(Default)]
 struct Defs {
     /// Assignments per register.
     assigns: Vec<u32>,
@@ -57,14 +84,21 @@ struct Defs {
 }
 
 impl Defs {
-    /// The definitions of the `n_regs` registers of `body`, and where they
-    /// are assigned (one walk for both).
-    fn of(n_regs: usize, body: &[Stmt]) -> (Defs, Placement) {
-        let mut d = Defs { assigns: vec![0; n_regs], loops: vec![0; n_regs], consts: vec![None; n_regs] };
-        let mut p = Placement { end: vec![0], single: vec![NONE; n_regs], multi: FxHashMap::default() };
-        d.list(&mut p, body, 0);
+    /// Makes these the definitions of the `n_regs` registers of `body`, and
+    /// `p` where they are assigned (one walk for both).
+    fn fill(&mut self, p: &mut Placement, n_regs: usize, body: &[Stmt]) {
+        fn reset<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
+            v.clear();
+            v.resize(n, x);
+        }
+        reset(&mut self.assigns, n_regs, 0);
+        reset(&mut self.loops, n_regs, 0);
+        reset(&mut self.consts, n_regs, None);
+        reset(&mut p.end, 1, 0);
+        reset(&mut p.single, n_regs, NONE);
+        p.multi.clear();
+        self.list(p, body, 0);
         p.end[0] = p.end.len() as u32;
-        (d, p)
     }
 
     /// Counts the definitions in `stmts`, the list of loop `at` (numbered
@@ -135,6 +169,7 @@ impl Defs {
 /// and a register is assigned inside loop `k` when one of its assignments is
 /// in a loop of that range. Hoisting an assignment out of a loop renumbers
 /// it to the enclosing loop.
+#[derive(Default)]
 struct Placement {
     /// For loop `k`, one past the last loop nested in it.
     end: Vec<u32>,
@@ -175,9 +210,12 @@ impl Placement {
 /// Moves loop-invariant assignments in front of their loops, as far out as
 /// they can go, in one pass over the program: each statement moves once,
 /// however many loops it leaves.
-fn hoist(body: Vec<Stmt>, defs: &Defs, place: &mut Placement) -> Vec<Stmt> {
-    let mut h = Hoister { defs, place, next: 0, exits: Vec::new() };
-    h.list(body, 0, 0, false)
+/// `spare` holds empty lists for the fronts of loops, and gets them back.
+fn hoist(body: Vec<Stmt>, defs: &Defs, place: &mut Placement, spare: &mut Vec<Vec<Stmt>>) -> Vec<Stmt> {
+    let mut h = Hoister { defs, place, next: 0, exits: Vec::new(), spare: std::mem::take(spare) };
+    let body = h.list(body, 0, 0, false);
+    *spare = h.spare;
+    body
 }
 
 /// A loop whose invariant assignments may leave it.
@@ -198,6 +236,9 @@ struct Hoister<'a> {
     /// The loops around the current statement that an assignment may leave,
     /// innermost last.
     exits: Vec<Exit>,
+    /// Emptied `front` lists of loops already left, for the next loops to
+    /// fill without growing a new list from nothing.
+    spare: Vec<Vec<Stmt>>,
 }
 
 impl Hoister<'_> {
@@ -219,10 +260,12 @@ impl Hoister<'_> {
                     let body = if parallel || parallel_body {
                         self.list(body, id, self.exits.len(), parallel)
                     } else {
-                        self.exits.push(Exit { id, to: at, front: Vec::new() });
+                        let front = self.spare.pop().unwrap_or_default();
+                        self.exits.push(Exit { id, to: at, front });
                         let body = self.list(body, id, floor, false);
-                        let exit = self.exits.pop().expect("pushed above");
-                        out.extend(exit.front);
+                        let mut exit = self.exits.pop().expect("pushed above");
+                        out.append(&mut exit.front);
+                        self.spare.push(exit.front);
                         body
                     };
                     out.push(Stmt::Loop { var, start, end, body, hint });
@@ -266,6 +309,7 @@ impl Hoister<'_> {
 
 /// Statement lists numbered in depth-first order (the body 0, then each
 /// loop body and branch as it is entered), with where each register is read.
+#[derive(Default)]
 struct Scopes {
     /// For list `k`, one past the last list nested in it.
     end: Vec<u32>,
@@ -276,10 +320,13 @@ struct Scopes {
 }
 
 impl Scopes {
-    fn of(n_regs: usize, body: &[Stmt]) -> Scopes {
-        let mut s = Scopes { end: Vec::new(), reads: vec![(u32::MAX, 0); n_regs] };
-        s.list(body);
-        s
+    /// Makes these the statement lists of `body` and the reads of its
+    /// `n_regs` registers.
+    fn fill(&mut self, n_regs: usize, body: &[Stmt]) {
+        self.end.clear();
+        self.reads.clear();
+        self.reads.resize(n_regs, (u32::MAX, 0));
+        self.list(body);
     }
 
     fn list(&mut self, stmts: &[Stmt]) {
@@ -341,16 +388,15 @@ impl Cse<'_> {
         let id = self.next_list;
         self.next_list += 1;
         let mark = self.table.len();
-        let old = std::mem::take(stmts);
-        stmts.reserve(old.len());
-        for mut st in old {
+        // In place: the list only loses statements.
+        stmts.retain_mut(|st| {
             let renames = &self.renames;
             st.for_each_operand_mut(|r| {
                 if let Some(n) = renames[r.0 as usize] {
                     *r = n;
                 }
             });
-            match &mut st {
+            match st {
                 Stmt::Loop { body, hint, .. } => {
                     let outer = self.in_parallel;
                     self.in_parallel |= *hint == LoopHint::Parallel;
@@ -361,11 +407,11 @@ impl Cse<'_> {
                     self.list(then_body);
                     self.list(else_body);
                 }
-                Stmt::Assign { dst, op } if self.reuse(*dst, op, id) => continue,
+                Stmt::Assign { dst, op } => return !self.reuse(*dst, op, id),
                 _ => {}
             }
-            stmts.push(st);
-        }
+            true
+        });
         for a in self.table.drain(mark..) {
             if let Some(at) = self.index.get_mut(&a.key) {
                 at.pop();

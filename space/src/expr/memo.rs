@@ -10,13 +10,16 @@
 //! the result a fresh computation would give, whatever the context.
 //!
 //! The tables are per thread (no locking) and bounded: a table that grows
-//! past [`MAX_ENTRIES`] expressions is emptied.
+//! past [`MAX_ENTRIES`] expressions is emptied. An expression is hashed
+//! once per call, and the table keeps the hash with it: neither adding an
+//! entry nor growing the table walks an expression tree again.
 
 use super::bounds::RangeCtx;
 use super::Expr;
 use crate::ids::{TensorId, VarId};
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
 use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
 use std::thread::LocalKey;
 
 /// Distinct expressions a table holds before it is emptied.
@@ -47,13 +50,23 @@ struct Entry<T> {
     value: T,
 }
 
-/// Results per expression; several when contexts differ.
-pub(super) struct Table<T>(FxHashMap<Expr, Vec<Entry<T>>>);
+/// An expression, its hash and its results; several when contexts differ.
+type Slot<T> = (u64, Expr, Vec<Entry<T>>);
+
+/// Results per expression, found by the expression's hash.
+pub(super) struct Table<T>(HashTable<Slot<T>>);
 
 impl<T> Default for Table<T> {
     fn default() -> Table<T> {
-        Table(FxHashMap::default())
+        Table(HashTable::new())
     }
+}
+
+/// The hash a table files `e` under.
+fn hash_of(e: &Expr) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    e.hash(&mut h);
+    h.finish()
 }
 
 /// A context that forwards to another and records what was asked.
@@ -97,9 +110,11 @@ pub(super) fn cached<T: Clone + 'static>(
     if matches!(e, Expr::Int(_) | Expr::Var(_) | Expr::VScale) {
         return compute(e, ctx);
     }
+    let hash = hash_of(e);
+    let same = |(h, x, _): &Slot<T>| *h == hash && x == e;
     let found = table.with(|t| {
         let t = t.borrow();
-        let entries = t.0.get(e)?;
+        let (_, _, entries) = t.0.find(hash, same)?;
         entries.iter().find(|en| en.vscales == ctx.vscales() && en.answers.hold_in(ctx)).map(|en| en.value.clone())
     });
     if let Some(v) = found {
@@ -113,11 +128,17 @@ pub(super) fn cached<T: Clone + 'static>(
         if t.0.len() >= MAX_ENTRIES {
             t.0.clear();
         }
-        let entries = t.0.entry(e.clone()).or_default();
-        if entries.len() >= MAX_PER_EXPR {
-            entries.remove(0);
+        match t.0.find_mut(hash, same) {
+            Some((_, _, entries)) => {
+                if entries.len() >= MAX_PER_EXPR {
+                    entries.remove(0);
+                }
+                entries.push(entry);
+            }
+            None => {
+                t.0.insert_unique(hash, (hash, e.clone(), vec![entry]), |(h, _, _)| *h);
+            }
         }
-        entries.push(entry);
     });
     value
 }
