@@ -20,6 +20,7 @@ use crate::ir::Nest;
 use crate::trace::{Bindings, Inst, Trace};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use smallvec::SmallVec;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -172,10 +173,9 @@ impl Decided {
         }
         let Decided { space_trace, trace, text, from, before, .. } = self;
         let (trace, nest, repaired) = replay_from(trace, from, &before)?;
-        Some(match repaired {
-            false => Sample::with_text(space_trace, trace, nest, 0, text),
-            true => Sample::new(space_trace, trace, nest, 0),
-        })
+        // A repair changes the decisions of the instructions it repaired.
+        let text = if repaired.is_empty() { text } else { respliced(&text, &repaired, &trace) };
+        Some(Sample::with_text(space_trace, trace, nest, 0, text))
     }
 }
 
@@ -184,14 +184,15 @@ impl Decided {
 /// it whose loops' extents the change moved given the nearest decisions that
 /// fit ([`Trace::apply_repairing_from`]): the trace as replayed, its nest,
 /// and whether any decision was repaired. `None` if it does not apply.
-fn replay_from(mut trace: Trace, from: usize, before: &(Nest, Bindings)) -> Option<(Trace, Nest, bool)> {
+fn replay_from(mut trace: Trace, from: usize, before: &(Nest, Bindings)) -> Option<(Trace, Nest, Vec<usize>)> {
     let (mut nest, env) = before.clone();
     let (repaired, _) = trace.apply_repairing_from(from, &mut nest, env).ok()?;
-    let any = !repaired.is_empty();
+    let mut at = Vec::with_capacity(repaired.len());
     for (i, inst) in repaired {
         trace.insts[i] = inst;
+        at.push(i);
     }
-    Some((trace, nest, any))
+    Some((trace, nest, at))
 }
 
 /// A mutant in the making: a sample already made (a structural move
@@ -238,30 +239,55 @@ impl Draft {
 fn decide(s: &Sample, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<Decided> {
     for m in mutator_order(rng) {
         if let Some((trace, from, before)) = m.decide(&s.trace, nest, rng) {
-            let text = respliced(s.text(), from, &trace);
+            let text = respliced(s.text(), &[from], &trace);
             return Some(Decided { space_trace: s.space_trace, trace, text, from, before, name: m.name() });
         }
     }
     None
 }
 
-/// The text of `trace`, made from `parent`, the text of a trace that
-/// differs from it in instruction `i` alone: each instruction prints as one
-/// line, so only that line is printed again. (If `parent` does not have a
-/// line per instruction, the whole trace is printed.)
-fn respliced(parent: &str, i: usize, trace: &Trace) -> Arc<str> {
-    let mut ends = parent.match_indices('\n').map(|(at, _)| at + 1);
-    let start = if i == 0 { Some(0) } else { ends.nth(i - 1) };
-    let (Some(start), Some(end)) = (start, ends.next()) else { return Arc::from(trace.to_string()) };
-    if parent[end..].bytes().filter(|b| *b == b'\n').count() != trace.insts.len() - i - 1 {
+/// The text of `trace`, made from `parent`, the text of a trace with the
+/// same names and as many instructions that differs from it in the
+/// instructions `changed` alone: each instruction prints as one line, so
+/// only those lines are printed again. (If `parent` does not have a line
+/// per instruction, the whole trace is printed.)
+fn respliced(parent: &str, changed: &[usize], trace: &Trace) -> Arc<str> {
+    let mut changed: SmallVec<[usize; 4]> = changed.into();
+    changed.sort_unstable();
+    changed.dedup();
+    debug_assert!(changed.iter().all(|&k| k < trace.insts.len()));
+    let mut next = changed.iter().copied().peekable();
+    let mut text = String::with_capacity(parent.len() + 16);
+    // `parent[copied..]` is not in `text` yet; line `lines` starts at `start`.
+    let (mut copied, mut start, mut lines) = (0, 0, 0);
+    for (at, _) in parent.match_indices('\n') {
+        if next.peek() == Some(&lines) {
+            next.next();
+            text.push_str(&parent[copied..start]);
+            // Writing to a String cannot fail.
+            let _ = writeln!(text, "{}", trace.insts[lines].named(&trace.names));
+            copied = at + 1;
+        }
+        lines += 1;
+        start = at + 1;
+    }
+    if lines != trace.insts.len() || start != parent.len() {
         return Arc::from(trace.to_string());
     }
-    let mut text = String::with_capacity(parent.len() + 16);
-    text.push_str(&parent[..start]);
-    // Writing to a String cannot fail.
-    let _ = writeln!(text, "{}", trace.insts[i].named(&trace.names));
-    text.push_str(&parent[end..]);
+    text.push_str(&parent[copied..]);
     Arc::from(text)
+}
+
+/// The text of `trace`, a trace made from `parent` (of text `text`): the
+/// lines of the instructions the two share are taken from `text` when
+/// they have the same names and as many instructions, else the whole trace
+/// is printed.
+fn reprinted(parent: &Trace, text: &str, trace: &Trace) -> Arc<str> {
+    if parent.names != trace.names || parent.insts.len() != trace.insts.len() {
+        return Arc::from(trace.to_string());
+    }
+    let changed: Vec<usize> = (0..trace.insts.len()).filter(|&k| parent.insts[k] != trace.insts[k]).collect();
+    respliced(text, &changed, trace)
 }
 
 /// How often [`mutate_sample`] tries a structural move first.
@@ -303,7 +329,8 @@ pub fn swap_kind(space: &DesignSpace, s: &Sample, rng: &mut ChaCha8Rng) -> Optio
         let (i, trace) = categorical::swap_kind(&s.trace, rng)?;
         let before = prefix_state(&trace, i, &space.nest)?;
         if let Some((trace, nest, _)) = replay_from(trace, i, &before) {
-            return Some(Sample::new(s.space_trace, trace, nest, 0));
+            let text = reprinted(&s.trace, s.text(), &trace);
+            return Some(Sample::with_text(s.space_trace, trace, nest, 0, text));
         }
     }
     None
@@ -407,7 +434,7 @@ mod tests {
             let d = Decided {
                 space_trace: s.space_trace,
                 trace: t.clone(),
-                text: respliced(s.text(), from, &t),
+                text: respliced(s.text(), &[from], &t),
                 from,
                 before,
                 name: "tile-size",
@@ -483,13 +510,28 @@ mod tests {
         for i in 0..n {
             let mut t = (*s.trace).clone();
             t.insts[i] = s.trace.insts[(i + 1) % n].clone();
-            assert_eq!(*respliced(&parent, i, &t), t.to_string(), "instruction {i}");
+            assert_eq!(*respliced(&parent, &[i], &t), t.to_string(), "instruction {i}");
+            // With the next one replaced too, and a line listed that did not change.
+            let j = (i + 1) % n;
+            t.insts[j] = s.trace.insts[i].clone();
+            assert_eq!(*respliced(&parent, &[i, j], &t), t.to_string(), "instructions {i}, {j}");
+            assert_eq!(*respliced(&parent, &[0, i, j], &t), t.to_string(), "instructions 0, {i}, {j}");
+            assert_eq!(*reprinted(&s.trace, &parent, &t), t.to_string(), "instructions {i}, {j}");
         }
+        assert_eq!(*reprinted(&s.trace, &parent, &s.trace), parent);
         // A parent text that is not one line per instruction: printed whole.
         let mut t = (*s.trace).clone();
         t.insts[1] = s.trace.insts[0].clone();
-        assert_eq!(*respliced("not a trace\n", 1, &t), t.to_string());
-        assert_eq!(*respliced(&format!("{parent}extra\n"), 1, &t), t.to_string());
+        assert_eq!(*respliced("not a trace\n", &[1], &t), t.to_string());
+        assert_eq!(*respliced(&format!("{parent}extra\n"), &[1], &t), t.to_string());
+        assert_eq!(*respliced(parent.trim_end(), &[1], &t), t.to_string());
+        // Another number of instructions, or other names: printed whole.
+        let mut shorter = (*s.trace).clone();
+        shorter.insts.pop();
+        assert_eq!(*reprinted(&s.trace, &parent, &shorter), shorter.to_string());
+        let mut renamed = (*s.trace).clone();
+        renamed.names[0].push('x');
+        assert_eq!(*reprinted(&s.trace, &parent, &renamed), renamed.to_string());
     }
 
     #[test]

@@ -164,13 +164,19 @@ fn list<T: fmt::Display>(items: &[T]) -> List<'_, T> {
     List(items)
 }
 
-/// A probability with enough digits to read back exactly.
-fn prob(p: f64) -> String {
-    let s = format!("{p}");
-    if s.contains('.') || s.contains('e') {
-        s
-    } else {
-        format!("{s}.0")
+/// A probability with enough digits to read back exactly, always with a
+/// decimal point (`f64`'s `Display` never writes an exponent, and writes
+/// one exactly for the values with a fraction).
+struct Prob(f64);
+
+impl fmt::Display for Prob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.0;
+        if p.is_finite() && p.fract() != 0.0 {
+            write!(f, "{p}")
+        } else {
+            write!(f, "{p}.0")
+        }
     }
 }
 
@@ -244,7 +250,7 @@ impl fmt::Display for Named<'_, Inst> {
                 self.factors(f, decision.as_deref())
             }
             Inst::SampleCategorical { out, candidates, probs, decision } => {
-                let ps = Commas(probs.iter().map(|p| prob(*p)));
+                let ps = Commas(probs.iter().map(|p| Prob(*p)));
                 let out = self.name(*out);
                 write!(f, "{out} = sample_categorical(candidates={}, probs=[{ps}]", list(candidates))?;
                 if let Some(d) = decision {
@@ -284,5 +290,38 @@ impl fmt::Display for Trace {
             writeln!(f, "{}", i.named(&self.names))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Prob;
+    use proptest::prelude::*;
+
+    /// The definition: `Display`'s text, with `.0` added when it has no
+    /// decimal point or exponent.
+    fn reference(p: f64) -> String {
+        let s = format!("{p}");
+        if s.contains('.') || s.contains('e') {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    }
+
+    #[test]
+    fn probabilities_print_with_a_decimal_point() {
+        for p in [0.0, -0.0, 1.0, 0.5, 0.1, 1e-300, 1e300, 3.0e15, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(Prob(p).to_string(), reference(p), "{p:?}");
+        }
+        assert_eq!(Prob(0.25).to_string(), "0.25");
+        assert_eq!(Prob(1.0).to_string(), "1.0");
+    }
+
+    proptest! {
+        #[test]
+        fn any_probability_prints_as_the_definition_says(p in proptest::num::f64::ANY) {
+            prop_assert_eq!(Prob(p).to_string(), reference(p));
+        }
     }
 }
