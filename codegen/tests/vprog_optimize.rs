@@ -277,3 +277,31 @@ fn an_invariant_leaves_every_loop_it_does_not_depend_on_in_program_order() {
         assert_eq!(run_bits(&opt, vs, 0.0).expect("runs"), run_bits(&prog, vs, 0.0).expect("runs"));
     }
 }
+
+/// The pass keeps its tables per thread from one program to the next: a
+/// program optimized after others (larger, smaller, of other workloads)
+/// comes out as it does first thing on a fresh thread.
+#[test]
+fn a_program_optimized_after_others_is_optimized_as_on_a_fresh_thread() {
+    let t = Target::load("host").expect("target");
+    let mut programs = Vec::new();
+    for (i, name) in ["matmul:M=64,N=48,K=32", "sum_cos:N=100", "conv2d_nhwc"].into_iter().enumerate() {
+        let w = load(name).expect("loads");
+        let space = DesignSpace::generate(&initial_nest(&w, &t));
+        let mut rng = task_rng(40 + i as u64, 0);
+        for _ in 0..4 {
+            let s = space.sample(&mut rng).expect("samples");
+            programs.push(lower_unoptimized(&s.nest, "k").expect("lowers"));
+        }
+    }
+    let fresh: Vec<Program> =
+        programs.iter().map(|p| std::thread::scope(|sc| sc.spawn(|| optimized(p)).join().expect("runs"))).collect();
+    // In order, then in reverse order, all on this thread.
+    let forward: Vec<Program> = programs.iter().map(optimized).collect();
+    let backward: Vec<Program> = programs.iter().rev().map(optimized).collect();
+    assert_eq!(forward, fresh);
+    assert_eq!(backward.into_iter().rev().collect::<Vec<_>>(), fresh);
+    // Sizes differ, so the tables grew and were reused at other sizes.
+    let sizes: Vec<usize> = programs.iter().map(|p| counts(p).1).collect();
+    assert!(sizes.iter().max() > sizes.iter().min(), "{sizes:?}");
+}

@@ -34,6 +34,11 @@ pub fn optimize(prog: &mut Program) {
     let body = hoist(body, &w.defs, &mut w.place, &mut w.spare);
     w.scopes.fill(n_regs, &body);
     w.table.clear();
+    // Emptying a map costs its capacity: one sized for a much larger
+    // program than this one is let go.
+    if w.index.capacity() > 4 * n_regs.max(1024) {
+        w.index = FxHashMap::default();
+    }
     w.index.clear();
     w.renames.clear();
     w.renames.resize(n_regs, None);
