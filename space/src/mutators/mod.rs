@@ -130,7 +130,8 @@ pub fn mutate(trace: &Trace, nest: &Nest, rng: &mut ChaCha8Rng) -> Option<(Trace
 /// but which is not replayed yet: a search drops one that repeats a known
 /// candidate (by [`Decided::text`]) before paying for its replay. Replaying
 /// may repair a later perfect tiling whose loop's extent the change moved;
-/// that sample's text is then printed again, and differs from the draft's.
+/// that sample's text then differs from the draft's in the repaired lines,
+/// which are printed again.
 pub struct Decided {
     space_trace: usize,
     trace: Trace,
@@ -183,7 +184,8 @@ impl Decided {
 /// bindings of the instructions before it), with the perfect tilings after
 /// it whose loops' extents the change moved given the nearest decisions that
 /// fit ([`Trace::apply_repairing_from`]): the trace as replayed, its nest,
-/// and whether any decision was repaired. `None` if it does not apply.
+/// and the instructions whose decisions were repaired. `None` if it does
+/// not apply.
 fn replay_from(mut trace: Trace, from: usize, before: &(Nest, Bindings)) -> Option<(Trace, Nest, Vec<usize>)> {
     let (mut nest, env) = before.clone();
     let (repaired, _) = trace.apply_repairing_from(from, &mut nest, env).ok()?;
