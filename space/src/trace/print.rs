@@ -165,8 +165,9 @@ fn list<T: fmt::Display>(items: &[T]) -> List<'_, T> {
 }
 
 /// A probability with enough digits to read back exactly, always with a
-/// decimal point (`f64`'s `Display` never writes an exponent, and writes
-/// one exactly for the values with a fraction).
+/// decimal point: `f64`'s `Display` never writes an exponent, and writes a
+/// point exactly for the finite values with a fraction, so the others get
+/// `.0` after it.
 struct Prob(f64);
 
 impl fmt::Display for Prob {
