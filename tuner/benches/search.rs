@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 /// The allocator of the `scaletune` binary, so the figures are the binary's.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: scaletune::alloc::Allocator = scaletune::alloc::Allocator;
 
 const BATCH: usize = 256;
 

@@ -8,11 +8,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 use tokio::runtime::Handle;
 
-/// mimalloc (version 2, see the workspace manifest): proposing candidates
-/// (trace replay, simplification, lowering) allocates many small expression
-/// nodes, and spent about a third of its time in glibc's malloc and free.
+/// mimalloc (version 2, see the workspace manifest; [`scaletune::alloc`]):
+/// proposing candidates (trace replay, simplification, lowering) allocates
+/// many small expression nodes, and spent about a third of its time in
+/// glibc's malloc and free.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: scaletune::alloc::Allocator = scaletune::alloc::Allocator;
 
 /// The environment variables scaletune reads, for `--help`.
 const ENVIRONMENT: &str = "\
