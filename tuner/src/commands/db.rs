@@ -86,16 +86,23 @@ fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow
 /// with how many runs it is the median of.
 fn objective_text(r: &Record) -> String {
     let Some(x) = r.best_objective() else { return "-".into() };
-    let value = match r.objective_kind.as_str() {
-        "time_s" => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
-        kind => format!("{} {kind} (emulated)", si(x)),
-    };
+    let value = stored_objective_text(&r.objective_kind, x);
     match r.confirmed {
         Some(_) => {
             let runs = 1 + r.remeasured.iter().filter(|m| m.objective.is_some()).count();
             format!("{value} (median of {runs} runs)")
         }
         None => value,
+    }
+}
+
+/// An objective stored under the name `kind` (`time_s`, `est_cycles`,
+/// `instructions`) with its unit: times in seconds' units, emulated
+/// figures with a k/M/G suffix and marked as emulated.
+fn stored_objective_text(kind: &str, x: f64) -> String {
+    match kind {
+        "time_s" => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
+        kind => format!("{} {kind} (emulated)", si(x)),
     }
 }
 
@@ -132,7 +139,7 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
                 let name = serde_json::from_str::<scaletune_space::workload::Workload>(&def)
                     .map_or_else(|_| t.workload_hash[..12].to_string(), |w| w.reference());
                 let statuses: Vec<String> = t.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                let best: Vec<String> = t.best.iter().map(|(k, v)| format!("{k} {v:.4e}")).collect();
+                let best: Vec<String> = t.best.iter().map(|(k, v)| stored_objective_text(k, *v)).collect();
                 let _ = writeln!(
                     out,
                     "  {name} on {}: {}; best {}",
@@ -242,4 +249,26 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
     let _ = writeln!(out, "## vector program\n{}", c.program);
     let _ = writeln!(out, "## assembly ({})\n{}", c.target.name, c.asm.unwrap_or_default());
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `db stats` and `db top` print stored objectives in the summary's
+    /// units, not as raw numbers.
+    #[test]
+    fn stored_objectives_print_with_their_unit() {
+        let shown: Vec<String> =
+            [("time_s", 3.2651e-5), ("time_s", 2.5e-3), ("est_cycles", 155_400.0), ("instructions", 2.5e6)]
+                .iter()
+                .map(|(k, x)| stored_objective_text(k, *x))
+                .collect();
+        expect_test::expect![[r#"
+            32.651 us
+            2.500 ms
+            155.4 k est_cycles (emulated)
+            2.50 M instructions (emulated)"#]]
+        .assert_eq(&shown.join("\n"));
+    }
 }

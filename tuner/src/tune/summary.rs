@@ -30,30 +30,33 @@ pub fn gflops(task: &Task, kind: ObjectiveKind, objective: f64) -> Option<f64> {
     Some(task.workload.flops()? / objective / 1e9)
 }
 
-/// The summary table and each task's best trace.
+/// The summary table and each task's best trace. The task and best
+/// columns are at least 40 and 28 characters wide, and wider when a task's
+/// reference or best objective is longer, so the columns stay aligned.
 pub fn summary(tasks: &[Task], kind: ObjectiveKind, tau: Option<f64>) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{:<40} {:>28} {:>8} {:>9} {:>7}  failures", "task", "best", "GFLOPS", "speed-up", "trials");
-    for t in tasks {
-        let best = t.best();
-        let best_s = best.map_or_else(|| "-".to_string(), |b| format_objective(kind, b));
-        let gf = best.and_then(|b| gflops(t, kind, b)).map_or_else(|| "-".into(), |g| format!("{g:.2}"));
-        let speedup = match (best, t.baseline) {
-            (Some(b), Some(base)) => format!("{:.2}x", base / b),
-            _ => "-".into(),
-        };
-        let failures: Vec<String> =
-            t.statuses.iter().filter(|(s, _)| s.as_str() != "ok").map(|(s, n)| format!("{s} {n}")).collect();
-        let _ = writeln!(
-            out,
-            "{:<40} {:>28} {:>8} {:>9} {:>7}  {}",
-            t.workload.reference(),
-            best_s,
-            gf,
-            speedup,
-            t.trials,
-            if failures.is_empty() { "none".to_string() } else { failures.join(", ") }
-        );
+    let rows: Vec<[String; 6]> = tasks
+        .iter()
+        .map(|t| {
+            let best = t.best();
+            let best_s = best.map_or_else(|| "-".to_string(), |b| format_objective(kind, b));
+            let gf = best.and_then(|b| gflops(t, kind, b)).map_or_else(|| "-".into(), |g| format!("{g:.2}"));
+            let speedup = match (best, t.baseline) {
+                (Some(b), Some(base)) => format!("{:.2}x", base / b),
+                _ => "-".into(),
+            };
+            let failures: Vec<String> =
+                t.statuses.iter().filter(|(s, _)| s.as_str() != "ok").map(|(s, n)| format!("{s} {n}")).collect();
+            let failures = if failures.is_empty() { "none".to_string() } else { failures.join(", ") };
+            [t.workload.reference(), best_s, gf, speedup, t.trials.to_string(), failures]
+        })
+        .collect();
+    let width = |col: usize, least: usize| rows.iter().map(|r| r[col].chars().count()).fold(least, usize::max);
+    let (wt, wb) = (width(0, 40), width(1, 28));
+    let _ =
+        writeln!(out, "{:<wt$} {:>wb$} {:>8} {:>9} {:>7}  failures", "task", "best", "GFLOPS", "speed-up", "trials");
+    for [task, best, gf, speedup, trials, failures] in &rows {
+        let _ = writeln!(out, "{task:<wt$} {best:>wb$} {gf:>8} {speedup:>9} {trials:>7}  {failures}");
     }
     for t in tasks {
         let c = t.contention;
@@ -151,5 +154,31 @@ mod tests {
         let once = super::super::task::Contention { retimed_trials: 1, retimed_repeats: 1, disturbed_trials: 0 };
         expect_test::expect![[r#"matmul: other tasks held the CPU during 1 repeat of 1 trial, timed again"#]]
             .assert_eq(&contention_line("matmul", once));
+    }
+
+    /// A task reference longer than the task column widens it, and the
+    /// rows stay aligned under the header; the trace of each best follows.
+    #[test]
+    fn long_task_references_widen_the_table_and_keep_it_aligned() {
+        use rand::SeedableRng;
+        let mut tasks = Vec::new();
+        for (i, reference) in
+            ["matmul:M=8,N=8,K=8", "depthwise_conv2d_nhwc:N=1,H=20,WI=20,C=32,KH=3,KW=3,S=1"].iter().enumerate()
+        {
+            let mut t = crate::tune::task::test_task(reference);
+            let s = t.space.sample(&mut rand_chacha::ChaCha8Rng::seed_from_u64(1)).expect("a sample");
+            t.observe(&s, Some(2.5e-6 * (i + 1) as f64), 7 + i as i64);
+            t.trials = 3 + i;
+            tasks.push(t);
+        }
+        let text = summary(&tasks, ObjectiveKind::Time, Some(0.5));
+        let table: Vec<&str> = text.lines().take(4).collect();
+        expect_test::expect![[r#"
+            task                                                                            best   GFLOPS  speed-up  trials  failures
+            matmul:M=8,N=8,K=8                                                          2.500 us     0.41         -       3  none
+            depthwise_conv2d_nhwc:N=1,H=20,WI=20,C=32,KH=3,KW=3,S=1                     5.000 us    37.32         -       4  none
+            cost model: Kendall tau 0.50 on held-out candidates"#]]
+        .assert_eq(&table.join("\n"));
+        assert!(text.contains("best schedule of depthwise_conv2d_nhwc:N=1,H=20,WI=20,C=32,KH=3,KW=3,S=1 (record 8):"));
     }
 }
