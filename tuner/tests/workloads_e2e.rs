@@ -189,3 +189,59 @@ fn math_functions_interpreted_and_checked_on_sve() {
         assert!(ir.contains(f), "no `{f}` in the LLVM IR:\n{ir}");
     }
 }
+
+/// A softmax candidate a tuning job drew on `rvv` (minimized): its vector
+/// `exp` used to convert floats to integers with `vfcvt.rtz.x.f.v`, and
+/// QEMU 7.2 aborted (`decode_save_opc` assertion) on the float instruction
+/// with dynamic rounding that followed it in the same translation block,
+/// so the candidate was recorded as a crash at every VL. The expansions of
+/// `exp` and `cos` now take integers from float bits and convert nothing.
+const SOFTMAX_RVV_TRACE: &str = r#"b2 = get_block("Y")
+l3, l4 = get_loops(b2)
+t5, t6, t7 = sample_mixed_tile(l3, n=3, max_innermost_fixed=16, max_innermost_vscale=4, decision=[14, 8])
+l8, l9, l10 = split(l3, factors=[t5, t6, t7])
+reorder(l4, l8, l9, l10)
+b12 = get_block("S")
+l13, l14 = get_loops(b12)
+t15, t16, t17 = sample_mixed_tile(l13, n=3, max_innermost_fixed=16, max_innermost_vscale=4, decision=[12, 8*vscale])
+l18, l19, l20 = split(l13, factors=[t15, t16, t17])
+reorder(l18, l14, l19, l20)
+init21 = decompose_reduction(b12, l14)
+tail22 = sample_categorical(candidates=["predicate", "peel", "scalar"], probs=[0.4, 0.3, 0.3], decision=1)
+vectorize(l20, tail=tail22)
+b23 = get_block("E")
+l24, l25 = get_loops(b23)
+t26, t27, t28 = sample_mixed_tile(l25, n=3, max_innermost_fixed=16, max_innermost_vscale=4, decision=[14, 8*vscale])
+l29, l30, l31 = split(l25, factors=[t26, t27, t28])
+t32, t33 = sample_perfect_tile(l24, n=2, max_innermost_factor=8, decision=[4, 8])
+l34, l35 = split(l24, factors=[t32, t33])
+reorder(l34, l29, l30, l35, l31)
+unroll(l35)
+tail36 = sample_categorical(candidates=["predicate", "peel", "scalar"], probs=[0.4, 0.3, 0.3], decision=0)
+vectorize(l31, tail=tail36)
+b37 = get_block("Mx")
+l38, l39 = get_loops(b37)
+t40, t41, t42 = sample_mixed_tile(l38, n=3, max_innermost_fixed=16, max_innermost_vscale=4, decision=[2*vscale, 16])
+l43, l44, l45 = split(l38, factors=[t40, t41, t42])
+reorder(l43, l39, l44, l45)
+init46 = decompose_reduction(b37, l39)
+tail47 = sample_categorical(candidates=["predicate", "peel", "scalar"], probs=[0.4, 0.3, 0.3], decision=0)
+vectorize(l45, tail=tail47)
+"#;
+
+/// The candidate above runs under QEMU on RVV at every VL and matches the
+/// reference, and neither it nor a vectorized `cos` converts a float to an
+/// integer (`fptosi`, which RVV lowers to the conversion QEMU chokes on).
+#[test]
+fn vector_exp_and_cos_run_under_qemu_on_rvv_without_float_to_int_conversions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let softmax = write(dir.path(), "softmax.trace", SOFTMAX_RVV_TRACE);
+    check("softmax_rows:M=32,N=100", "rvv", &softmax, Some("128,256,1024"));
+    let cos = write(dir.path(), "cos.trace", &vector_1d("S", "4*vscale", "scalar"));
+    check("sum_cos:N=45", "rvv", &cos, Some("128,256"));
+    for (workload, schedule) in [("softmax_rows:M=32,N=100", &softmax), ("sum_cos:N=45", &cos)] {
+        let ir = llvm_ir(workload, "rvv", schedule);
+        assert!(ir.contains("<vscale x"), "{workload}: not vectorized:\n{ir}");
+        assert!(!ir.contains("fptosi"), "{workload}: a float-to-int conversion:\n{ir}");
+    }
+}

@@ -2,8 +2,9 @@
 //!
 //! SVE and RVV have no vector `exp` or `cos`, and a libm call per lane would
 //! make the interpreter and the generated code disagree. These expansions use
-//! only elementwise vprog operations (`Fma`, `Bin`, `RoundEven`, `Cast`,
-//! `Bitcast`, `Shl`, `Cmp`, `Select`, `Splat` of constants), so both compute
+//! only elementwise vprog operations (`Fma`, `Bin`, `RoundEven`, `Bitcast`,
+//! `Shl`, `Cmp`, `Select`, `Splat` of constants; no float-to-int `Cast`,
+//! see `Math::integral_to_int`), so both compute
 //! bit-identical results at every vector length.
 //!
 //! The sequences never feed a `Mul` into an `Add`/`Sub`: every product that
@@ -134,6 +135,30 @@ impl<'b> Math<'b> {
         self.b.emit(Op::Select(cond, a, c))
     }
 
+    /// The integer value of `n`, an integral float with `|n| < 2^22`
+    /// (f32) or `2^51` (f64), without a float-to-int conversion: adding
+    /// `M = 1.5·2^23` (or `1.5·2^52`) is exact and puts `n` in the low bits
+    /// of the sum, so `bits(n + M) - bits(M) = n`.
+    ///
+    /// A conversion would be exact too, but on RVV LLVM emits it as
+    /// `vfcvt.rtz.x.f.v`, and QEMU 7.2 aborts (`decode_save_opc`
+    /// assertion) when a floating-point instruction with dynamic rounding
+    /// follows it in the same translation block: every candidate with a
+    /// vectorized `exp` or `cos` and a scalar float operation after it
+    /// crashed the emulator.
+    fn integral_to_int(&mut self, n: Reg) -> Reg {
+        let (magic, magic_bits) = if self.f64() {
+            (6_755_399_441_055_744.0, 0x4338_0000_0000_0000)
+        } else {
+            (12_582_912.0, 0x4b40_0000)
+        };
+        let magic = self.fc(magic);
+        let sum = self.bin(BinOp::Add, n, magic);
+        let bits = self.b.emit(Op::Bitcast(sum, self.int));
+        let magic_bits = self.ic(magic_bits);
+        self.bin(BinOp::Sub, bits, magic_bits)
+    }
+
     /// Horner evaluation `c[0] + t*(c[1] + t*(...))` with one fma per coefficient.
     fn horner(&mut self, t: Reg, coeffs: &[f64]) -> Reg {
         let (&last, rest) = coeffs.split_last().expect("polynomial has coefficients");
@@ -197,7 +222,7 @@ fn exp_f(m: &mut Math<'_>, x: Reg) -> Reg {
     let (lo, hi) = (m.fc(-bound), m.fc(bound));
     let n = m.bin(BinOp::Max, n, lo);
     let n = m.bin(BinOp::Min, n, hi);
-    let ni = m.b.emit(Op::Cast(n, m.int));
+    let ni = m.integral_to_int(n);
     let one = m.ic(1);
     let n1 = m.bin(BinOp::Shr, ni, one);
     let n2 = m.bin(BinOp::Sub, ni, n1);
@@ -291,8 +316,14 @@ fn cos_f(m: &mut Math<'_>, x: Reg) -> Reg {
     let c = m.horner(z, &cos_c);
     let one = m.fc(1.0);
     let cos = m.fma(z, c, one);
-    // Quadrant q = k mod 4: cos, -sin, -cos, sin.
-    let ki = m.b.emit(Op::Cast(k, m.int));
+    // Quadrant q = k mod 4: cos, -sin, -cos, sin. `k - 4·roundeven(k/4)`
+    // is exact (in -2..=2) and congruent to k mod 4 at any size of k.
+    let quarter = m.fc(0.25);
+    let k4 = m.bin(BinOp::Mul, k, quarter);
+    let k4 = m.un(UnOp::RoundEven, k4);
+    let neg_four = m.fc(-4.0);
+    let q = m.fma(k4, neg_four, k);
+    let ki = m.integral_to_int(q);
     let (i1, i2) = (m.ic(1), m.ic(2));
     let q_odd = m.bin(BinOp::And, ki, i1);
     let use_sin = m.cmp(CmpOp::Eq, q_odd, i1);
