@@ -385,3 +385,61 @@ fn compile_with_a_database_builds_the_best_record() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("no usable record of paged_read"), "{}", text(&o));
 }
+
+/// Where the unscheduled nest measured faster than every schedule, `db
+/// top` ranks it first and says so, `db best` answers with an empty
+/// schedule (which `check --schedule` takes as the unscheduled nest), and
+/// `compile --db` builds it: the three agree.
+#[test]
+fn an_unbeaten_unscheduled_nest_is_the_best_for_db_top_db_best_and_compile() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = tmp.path().join("t.db");
+    let db = Database::open(&path).expect("opens");
+    let rec = |trace, objective| Rec {
+        workload: MM,
+        target: "neoverse-v1",
+        trace,
+        runner: "qemu",
+        vl_set: "256",
+        objective,
+        kind: "est_cycles",
+    };
+    insert(&db, &rec(Some("matmul_tiled"), 1.5e5), None, None);
+    insert(&db, &rec(None, 1.2e5), None, None);
+    insert(&db, &rec(Some("matmul_tiled_neon"), 2.0e5), None, None);
+    drop(db);
+    let dbs = path.to_str().expect("utf-8");
+    let top = scaletune(&["db", "top", MM, "--target", "neoverse-v1", "--db", dbs]);
+    assert!(top.status.success(), "{}", text(&top));
+    expect![[r#"
+        record      2     120.0 k est_cycles (emulated)  runner qemu VLs [256]  job -  (unscheduled nest)
+        record      1     150.0 k est_cycles (emulated)  runner qemu VLs [256]  job -
+        record      3     200.0 k est_cycles (emulated)  runner qemu VLs [256]  job -
+    "#]]
+    .assert_eq(&stdout(&top));
+    let best = scaletune(&["db", "best", MM, "--target", "neoverse-v1", "--db", dbs]);
+    assert!(best.status.success(), "{}", text(&best));
+    expect![[r#"
+        # record 2: 120.0 k est_cycles (emulated) (qemu runner, VLs [256])
+        # the unscheduled loop nest: no measured schedule beat it
+    "#]]
+    .assert_eq(&stdout(&best));
+    let file = tmp.path().join("best.trace");
+    std::fs::write(&file, stdout(&best)).expect("writes");
+    let check = scaletune(&["check", MM, "--target", "neoverse-v1", "--schedule", file.to_str().expect("utf-8")]);
+    assert!(check.status.success(), "{}", text(&check));
+    let out = tmp.path().join("out");
+    let o = scaletune(&[
+        "compile",
+        MM,
+        "--target",
+        "neoverse-v1",
+        "--db",
+        dbs,
+        "--emit",
+        "loops",
+        "-o",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(text(&o).contains("using record 2 of"), "{}", text(&o));
+}

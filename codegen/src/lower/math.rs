@@ -147,11 +147,8 @@ impl<'b> Math<'b> {
     /// vectorized `exp` or `cos` and a scalar float operation after it
     /// crashed the emulator.
     fn integral_to_int(&mut self, n: Reg) -> Reg {
-        let (magic, magic_bits) = if self.f64() {
-            (6_755_399_441_055_744.0, 0x4338_0000_0000_0000)
-        } else {
-            (12_582_912.0, 0x4b40_0000)
-        };
+        let (magic, magic_bits) =
+            if self.f64() { (6_755_399_441_055_744.0, 0x4338_0000_0000_0000) } else { (12_582_912.0, 0x4b40_0000) };
         let magic = self.fc(magic);
         let sum = self.bin(BinOp::Add, n, magic);
         let bits = self.b.emit(Op::Bitcast(sum, self.int));

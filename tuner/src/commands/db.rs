@@ -59,7 +59,9 @@ pub fn db_path(db: Option<&Path>) -> PathBuf {
 /// The records of a workload on a target, best first: matched by the
 /// workload's definition and the target's name, among the records measured
 /// like the latest one (same runner, VL set and objective kind: figures of
-/// different kinds do not compare).
+/// different kinds do not compare). The unscheduled nest's record (empty
+/// trace; each job measures it first) competes too, as in `scaletune
+/// build`: where no schedule beat it, it is the best.
 fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow::Result<Vec<Record>> {
     let w = load_workload(workload)?;
     let t = Target::load(target)?;
@@ -67,7 +69,7 @@ fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow
     let mut recs: Vec<Record> = db
         .workload_records(&wh)?
         .into_iter()
-        .filter(|r| r.status == "ok" && r.objective.is_some() && r.target_name == t.name && !r.trace.is_empty())
+        .filter(|r| r.status == "ok" && r.objective.is_some() && r.target_name == t.name)
         .collect();
     let latest =
         recs.iter().max_by_key(|r| r.id).map(|r| (r.runner.clone(), r.vl_set.clone(), r.objective_kind.clone()));
@@ -153,12 +155,13 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
             for r in best_records(&db, workload, target, *k)? {
                 let _ = writeln!(
                     out,
-                    "record {:>6}  {:>32}  runner {} VLs [{}]  job {}",
+                    "record {:>6}  {:>32}  runner {} VLs [{}]  job {}{}",
                     r.id,
                     objective_text(&r),
                     r.runner,
                     r.vl_set,
-                    r.job_id.map_or("-".into(), |j| j.to_string())
+                    r.job_id.map_or("-".into(), |j| j.to_string()),
+                    if r.trace.trim().is_empty() { "  (unscheduled nest)" } else { "" }
                 );
             }
             if out.is_empty() {
@@ -171,9 +174,14 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
             };
             let _ =
                 writeln!(out, "# record {}: {} ({} runner, VLs [{}])", r.id, objective_text(&r), r.runner, r.vl_set);
-            out.push_str(&r.trace);
-            if !r.trace.ends_with('\n') {
-                out.push('\n');
+            if r.trace.trim().is_empty() {
+                // An empty schedule: `--schedule` takes it as the unscheduled nest.
+                out.push_str("# the unscheduled loop nest: no measured schedule beat it\n");
+            } else {
+                out.push_str(&r.trace);
+                if !r.trace.ends_with('\n') {
+                    out.push('\n');
+                }
             }
         }
         DbCommand::Export { out: file } => {

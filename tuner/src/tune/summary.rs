@@ -59,6 +59,16 @@ pub fn summary(tasks: &[Task], kind: ObjectiveKind, tau: Option<f64>) -> String 
         let _ = writeln!(out, "{task:<wt$} {best:>wb$} {gf:>8} {speedup:>9} {trials:>7}  {failures}");
     }
     for t in tasks {
+        if let Some(base) = t.baseline.filter(|&b| t.best().is_none_or(|best| b < best)) {
+            let _ = writeln!(
+                out,
+                "{}: no candidate beat the unscheduled nest ({}); `db best` and `scaletune build` take the unscheduled nest",
+                t.workload.reference(),
+                format_objective(kind, base)
+            );
+        }
+    }
+    for t in tasks {
         let c = t.contention;
         if c.retimed_trials > 0 || c.disturbed_trials > 0 {
             let _ = writeln!(out, "{}", contention_line(&t.workload.reference(), c));
@@ -157,9 +167,10 @@ mod tests {
     }
 
     /// A task reference longer than the task column widens it, and the
-    /// rows stay aligned under the header; the trace of each best follows.
+    /// rows stay aligned under the header; a task whose unscheduled nest
+    /// beat every candidate says so; the trace of each best follows.
     #[test]
-    fn long_task_references_widen_the_table_and_keep_it_aligned() {
+    fn long_task_references_widen_the_table_and_an_unbeaten_baseline_is_told() {
         use rand::SeedableRng;
         let mut tasks = Vec::new();
         for (i, reference) in
@@ -169,14 +180,17 @@ mod tests {
             let s = t.space.sample(&mut rand_chacha::ChaCha8Rng::seed_from_u64(1)).expect("a sample");
             t.observe(&s, Some(2.5e-6 * (i + 1) as f64), 7 + i as i64);
             t.trials = 3 + i;
+            // The first task's unscheduled nest is faster than its best candidate.
+            t.baseline = Some([1e-6, 1e-5][i]);
             tasks.push(t);
         }
         let text = summary(&tasks, ObjectiveKind::Time, Some(0.5));
-        let table: Vec<&str> = text.lines().take(4).collect();
+        let table: Vec<&str> = text.lines().take(5).collect();
         expect_test::expect![[r#"
             task                                                                            best   GFLOPS  speed-up  trials  failures
-            matmul:M=8,N=8,K=8                                                          2.500 us     0.41         -       3  none
-            depthwise_conv2d_nhwc:N=1,H=20,WI=20,C=32,KH=3,KW=3,S=1                     5.000 us    37.32         -       4  none
+            matmul:M=8,N=8,K=8                                                          2.500 us     0.41     0.40x       3  none
+            depthwise_conv2d_nhwc:N=1,H=20,WI=20,C=32,KH=3,KW=3,S=1                     5.000 us    37.32     2.00x       4  none
+            matmul:M=8,N=8,K=8: no candidate beat the unscheduled nest (1.000 us); `db best` and `scaletune build` take the unscheduled nest
             cost model: Kendall tau 0.50 on held-out candidates"#]]
         .assert_eq(&table.join("\n"));
         assert!(text.contains("best schedule of depthwise_conv2d_nhwc:N=1,H=20,WI=20,C=32,KH=3,KW=3,S=1 (record 8):"));
