@@ -14,7 +14,7 @@ use scaletune_space::workload::{load, Role, Workload, WorkloadSpec};
 use scaletune_space::{DType, VectorCaps};
 use std::path::{Path, PathBuf};
 mod common;
-use common::{scaletune, text};
+use common::{root, scaletune, text};
 
 /// A vector loop over the single loop of block `block`, `lanes` wide, with a tail.
 fn vector_1d(block: &str, lanes: &str, tail: &str) -> String {
@@ -244,4 +244,50 @@ fn vector_exp_and_cos_run_under_qemu_on_rvv_without_float_to_int_conversions() {
         assert!(ir.contains("<vscale x"), "{workload}: not vectorized:\n{ir}");
         assert!(!ir.contains("fptosi"), "{workload}: a float-to-int conversion:\n{ir}");
     }
+}
+
+/// A quantizing statement: floats scaled beyond the i8 range and truncated
+/// to 8-bit integers, which saturate.
+const QUANTIZE: &str = r#"name = "quantize"
+description = "f32 to saturated i8"
+compute = ["Q[i] = i8(X[i] * s)"]
+[params]
+N = 77
+[scalars]
+s = { dtype = "f32", value = 300.0 }
+[tensors]
+X = { dtype = "f32", shape = ["N"] }
+Q = { dtype = "i8", shape = ["N"], role = "output" }
+"#;
+
+/// On x86 a vector float-to-int conversion is `fptosi` with its lanes out
+/// of range and NaN selected away, not `llvm.fptosi.sat` (which LLVM 19
+/// scalarizes there): the vectorized quantizer checks against the
+/// reference natively (inputs scaled well past the i8 range both ways),
+/// and its conversion is the vector sequence below.
+#[test]
+fn x86_vector_float_to_int_conversions_saturate_with_selects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), "quantize.toml", QUANTIZE).display().to_string();
+    let s = write(dir.path(), "q.trace", &vector_1d("Q", "8", "predicate"));
+    check(&path, "host", &s, None);
+    let target = write(
+        dir.path(),
+        "avx2.toml",
+        &std::fs::read_to_string(root().join("codegen/tests/filetests/targets/zen2-avx2.toml")).expect("reads"),
+    );
+    let ir = llvm_ir(&path, target.to_str().expect("utf-8"), &s);
+    let conversion: Vec<&str> = ir
+        .lines()
+        .map(str::trim)
+        .filter(|l| ["fptosi", "fcmp", "select"].iter().any(|op| l.contains(op)) && !l.starts_with("declare"))
+        .collect();
+    expect_test::expect![[r#"
+        %.inv = fcmp ole <8 x float> %7, <float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02>
+        %8 = select <8 x i1> %.inv, <8 x float> <float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02, float -1.280000e+02>, <8 x float> %7
+        %9 = fptosi <8 x float> %8 to <8 x i8>
+        %10 = fcmp oge <8 x float> %7, <float 1.280000e+02, float 1.280000e+02, float 1.280000e+02, float 1.280000e+02, float 1.280000e+02, float 1.280000e+02, float 1.280000e+02, float 1.280000e+02>
+        %11 = select <8 x i1> %10, <8 x i8> <i8 127, i8 127, i8 127, i8 127, i8 127, i8 127, i8 127, i8 127>, <8 x i8> %9
+        %12 = fcmp uno <8 x float> %7, zeroinitializer
+        %13 = select <8 x i1> %12, <8 x i8> zeroinitializer, <8 x i8> %11"#]].assert_eq(&conversion.join("\n"));
 }

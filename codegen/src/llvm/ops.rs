@@ -309,7 +309,8 @@ impl Emitter<'_> {
     /// Float to integer: truncates toward zero and saturates (NaN gives 0)
     /// with `llvm.fptosi.sat`, instead of `fptosi`'s poison outside the
     /// range (the interpreter's semantics; free on AArch64, where `fcvtzs`
-    /// saturates).
+    /// saturates). x86 vectors take selects instead
+    /// ([`Emitter::float_to_int_selected`]).
     ///
     /// f16 is first widened to f32 (exactly): LLVM 19 cannot legalize
     /// `fptosi.sat` of f16 vectors on RVV, nor of `<1 x half>` on AArch64.
@@ -321,8 +322,48 @@ impl Emitter<'_> {
         } else {
             (v, from_ty)
         };
+        if self.target.arch == Arch::X86_64 && from_ty.lanes.is_some() {
+            return Ok(self.float_to_int_selected(v, from_ty, to));
+        }
         let dest = self.t.ty(from_ty.with_elem(to));
         self.intrinsic("llvm.fptosi.sat", &[dest, self.t.ty(from_ty)], &[v])
+    }
+
+    /// [`Emitter::float_to_int`] of an x86 vector: LLVM 19 scalarizes a
+    /// vector `fptosi.sat` there (a conversion and two compares per lane:
+    /// a vectorized `cos` took 597 lines of assembly for its loop instead
+    /// of 164). `fptosi` with the lanes out of range and the NaN lanes
+    /// replaced by selects computes the same in a few vector instructions;
+    /// the poison `fptosi` gives for those lanes is never selected. Below
+    /// `-2^(b-1)` every float truncates below the range (between it and
+    /// `-2^(b-1) - 1` the saturated and the truncated value are both the
+    /// minimum), and from `2^(b-1)` up every float truncates above it.
+    fn float_to_int_selected(&self, v: V, from_ty: Ty, to: Elem) -> V {
+        let int_ty = from_ty.with_elem(to);
+        let half = 1i128 << (to.bits() - 1);
+        let fconst = |x: f64| {
+            // SAFETY: a float constant of the operand's element type.
+            let c = unsafe { LLVMConstReal(self.t.elem(from_ty.elem), x) };
+            match from_ty.lanes {
+                Some(l) => self.splat(c, from_ty.elem, l),
+                None => c,
+            }
+        };
+        let (lo, hi) = (fconst(-(half as f64)), fconst(half as f64));
+        let (min, max, zero) =
+            (self.int_like(int_ty, (-half) as i64), self.int_like(int_ty, (half - 1) as i64), self.int_like(int_ty, 0));
+        let b = self.b;
+        // SAFETY: `v` is a float vector of `from_ty`; every compare and
+        // select is of that shape, with integers of `int_ty`.
+        unsafe {
+            let t = LLVMBuildFPToSI(b, v, self.t.ty(int_ty), NONAME);
+            let below = LLVMBuildFCmp(b, RP::LLVMRealOLT, v, lo, NONAME);
+            let r = LLVMBuildSelect(b, below, min, t, NONAME);
+            let above = LLVMBuildFCmp(b, RP::LLVMRealOGE, v, hi, NONAME);
+            let r = LLVMBuildSelect(b, above, max, r, NONAME);
+            let nan = LLVMBuildFCmp(b, RP::LLVMRealUNO, v, v, NONAME);
+            LLVMBuildSelect(b, nan, zero, r, NONAME)
+        }
     }
 
     /// Reads a mask register, or makes an all-true mask of `ty`'s shape.

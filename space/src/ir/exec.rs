@@ -169,6 +169,8 @@ impl Exec<'_> {
                 let x = self.value(a)?;
                 if d.is_float() {
                     x
+                } else if a.dtype().is_float() {
+                    crate::reference::saturate(x, *d)
                 } else {
                     x.trunc()
                 }

@@ -129,10 +129,16 @@ impl<'a> Eval<'a> {
             }
             Value::Cast(d, a) => {
                 let (x, e) = self.term(a);
+                let e_int = if e > 0.0 { e + 1.0 } else { 0.0 };
                 if d.is_float() {
                     (x, e + round(*d, x))
+                } else if a.dtype().is_float() {
+                    // Float to integer truncates toward zero and saturates,
+                    // NaN giving 0, as the interpreter and the generated
+                    // code do (`llvm.fptosi.sat`); integer narrowing wraps.
+                    (saturate(x, *d), e_int)
                 } else {
-                    (wrap(x.trunc(), *d), if e > 0.0 { e + 1.0 } else { 0.0 })
+                    (wrap(x.trunc(), *d), e_int)
                 }
             }
             Value::Un(u, a) => {
@@ -178,5 +184,15 @@ impl<'a> Eval<'a> {
                 }
             }
         }
+    }
+}
+
+/// `x` truncated toward zero and saturated to integer dtype `d`, NaN giving
+/// 0 (Rust's float-to-integer `as`); other dtypes keep `x`.
+pub(crate) fn saturate(x: f64, d: DType) -> f64 {
+    match d {
+        DType::I8 => f64::from(x as i8),
+        DType::I32 => f64::from(x as i32),
+        _ => x,
     }
 }

@@ -21,6 +21,7 @@ mod walk;
 
 use crate::workload::{Role, Workload};
 use crate::TensorData;
+pub(crate) use eval::saturate;
 use thiserror::Error;
 use walk::run_statement;
 

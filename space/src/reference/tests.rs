@@ -178,3 +178,41 @@ fn general_indices_and_out_of_bounds_errors_are_those_of_the_plain_walk() {
         "reference: statement `X[p, v] = Storage[Ind[p], v]`: index 9000 out of bounds for dimension 0 of `Storage`"
     );
 }
+
+/// Float to integer saturates (NaN gives 0), as the interpreter and the
+/// generated code convert; integer narrowing wraps. Floats scaled to about
+/// +-3e9 cover both ends of i8 and i32 and values inside.
+#[test]
+fn float_to_integer_casts_saturate_and_integer_narrowing_wraps() {
+    let text = "compute = [\"Q[i] = i8(X[i] * s)\", \"W[i] = i32(X[i] * s)\", \"N[i] = i8(W[i])\"]\n\
+        [scalars]\ns = { dtype = \"f32\", value = 3e9 }\n[tensors]\nX = { dtype = \"f32\", shape = [64] }\n\
+        Q = { dtype = \"i8\", shape = [64], role = \"output\" }\nW = { dtype = \"i32\", shape = [64], role = \"output\" }\n\
+        N = { dtype = \"i8\", shape = [64], role = \"output\" }\n";
+    let w =
+        crate::workload::WorkloadSpec::parse(text, "t.toml", "t").and_then(|sp| sp.instantiate(&[])).expect("parses");
+    let mut args = make_args(&w, 4);
+    // Small values too, so some lanes stay in range.
+    for i in 0..8 {
+        args[0].set(i, [1e-9, -1e-9, 2e-8, -3e-8, 4e-10, 0.0, 5e-7, -0.9][i]);
+    }
+    let r = evaluate(&w, &args).expect("evaluates");
+    let (q, wide, n) = (&r[1], &r[2], &r[3]);
+    let (mut saturated, mut inside) = (0, 0);
+    for i in 0..64 {
+        // The reference computes in f64 (with an error bound), not in f32.
+        let x = args[0].get(i) * 3e9;
+        let want_q = x.trunc().clamp(-128.0, 127.0);
+        let want_w = x.trunc().clamp(f64::from(i32::MIN), f64::from(i32::MAX));
+        assert_eq!(q.values[i], want_q, "i8 of {x}");
+        assert_eq!(wide.values[i], want_w, "i32 of {x}");
+        assert_eq!(n.values[i], f64::from(want_w as i32 as i8), "i8 of the i32 {want_w} wraps");
+        if want_q.abs() >= 127.0 {
+            saturated += 1;
+        } else {
+            inside += 1;
+        }
+    }
+    assert!(saturated > 40 && inside >= 4, "{saturated} saturated, {inside} inside");
+    assert_eq!(super::saturate(f64::NAN, DType::I32), 0.0);
+    assert_eq!(super::saturate(f64::NEG_INFINITY, DType::I8), -128.0);
+}
