@@ -333,22 +333,17 @@ fn a_missing_or_corrupt_database_is_refused() {
     assert!(!s.dir.join("o").exists());
 }
 
+/// `scaletune compile` of [`MM`] on neoverse-v1 with the best record of `db`, emitting `emit` into `out`.
+fn compile_mm_from_db(db: &str, emit: &str, out: &Path) -> std::process::Output {
+    let out = out.to_str().expect("utf-8");
+    scaletune(&["compile", MM, "--target", "neoverse-v1", "--db", db, "--emit", emit, "-o", out])
+}
+
 #[test]
 fn compile_with_a_database_builds_the_best_record() {
     let s = setup(MANIFEST);
     let (from_db, from_file) = (s.dir.join("db"), s.dir.join("file"));
-    let o = scaletune(&[
-        "compile",
-        MM,
-        "--target",
-        "neoverse-v1",
-        "--db",
-        s.db.to_str().expect("utf-8"),
-        "--emit",
-        "obj,loops",
-        "-o",
-        from_db.to_str().expect("utf-8"),
-    ]);
+    let o = compile_mm_from_db(s.db.to_str().expect("utf-8"), "obj,loops", &from_db);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("using record 2 of"), "{}", text(&o));
     let sched = root().join("configs/schedules/matmul_tiled.trace");
@@ -429,17 +424,6 @@ fn an_unbeaten_unscheduled_nest_is_the_best_for_db_top_db_best_and_compile() {
     let check = scaletune(&["check", MM, "--target", "neoverse-v1", "--schedule", file.to_str().expect("utf-8")]);
     assert!(check.status.success(), "{}", text(&check));
     let out = tmp.path().join("out");
-    let o = scaletune(&[
-        "compile",
-        MM,
-        "--target",
-        "neoverse-v1",
-        "--db",
-        dbs,
-        "--emit",
-        "loops",
-        "-o",
-        out.to_str().expect("utf-8"),
-    ]);
+    let o = compile_mm_from_db(dbs, "loops", &out);
     assert!(text(&o).contains("using record 2 of"), "{}", text(&o));
 }
