@@ -415,6 +415,15 @@ impl Harness {
         };
         // Outputs that the timed calls changed are judged after the first call's outputs.
         let mut unstable = false;
+        if !matches!(raw.ending, Ending::Exited(0) | Ending::Exited(EXIT_UNSTABLE_OUTPUTS)) && !self.target.is_native()
+        {
+            if emulator_assertion(&raw.stderr).is_some() {
+                let what = "QEMU aborted on an assertion of its own (in stderr): a defect of the emulator, not of \
+                            the candidate, which is left unmeasured; measure it on hardware"
+                    .to_string();
+                return fail(result, Status::Unmeasured, what);
+            }
+        }
         match &raw.ending {
             Ending::Exited(0) => {}
             Ending::Exited(EXIT_UNSTABLE_OUTPUTS) => unstable = true,
@@ -474,6 +483,20 @@ impl Harness {
 }
 
 /// `"; stderr: ..."` with the last part of a non-empty stderr, or nothing.
+/// The failed assertion of QEMU itself in a run's `stderr`, if QEMU
+/// aborted on one: a line such as `qemu-riscv64: ../../target/riscv/
+/// translate.c:213: decode_save_opc: Assertion `ctx->insn_start != NULL'
+/// failed.` No guest code, however wrong, should make the emulator assert:
+/// QEMU 7.2 does on RISC-V code where a float instruction with dynamic
+/// rounding follows a vector float-to-integer conversion. A guest's own
+/// crash reads differently (`qemu: uncaught target signal 11`).
+fn emulator_assertion(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("qemu-") && l.contains(": Assertion `") && l.ends_with("failed."))
+}
+
 fn stderr_excerpt(stderr: &str) -> String {
     const KEEP: usize = 2000;
     let s = stderr.trim();
@@ -483,4 +506,25 @@ fn stderr_excerpt(stderr: &str) -> String {
     let start = s.char_indices().rev().nth(KEEP).map_or(0, |(i, _)| i);
     let ellipsis = if start > 0 { "..." } else { "" };
     format!("; stderr: {ellipsis}{}", &s[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::emulator_assertion;
+
+    /// QEMU's own assertion is found in what the run printed; a guest's
+    /// crash, a guest's own assertion and a clean run are not QEMU's.
+    #[test]
+    fn only_qemus_own_assertions_are_the_emulators_defects() {
+        let qemu = "qemu-riscv64: ../../target/riscv/translate.c:213: decode_save_opc: Assertion `ctx->insn_start != NULL' failed.";
+        assert_eq!(emulator_assertion(&format!("some output\n{qemu}\n")), Some(qemu));
+        for other in [
+            "qemu: uncaught target signal 11 (Segmentation fault) - core dumped",
+            "driver: driver.c:40: main: Assertion `n > 0' failed.",
+            "vl 128\n",
+            "",
+        ] {
+            assert_eq!(emulator_assertion(other), None, "{other}");
+        }
+    }
 }
