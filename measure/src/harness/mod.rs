@@ -415,14 +415,12 @@ impl Harness {
         };
         // Outputs that the timed calls changed are judged after the first call's outputs.
         let mut unstable = false;
-        if !matches!(raw.ending, Ending::Exited(0) | Ending::Exited(EXIT_UNSTABLE_OUTPUTS)) && !self.target.is_native()
-        {
-            if emulator_assertion(&raw.stderr).is_some() {
-                let what = "QEMU aborted on an assertion of its own (in stderr): a defect of the emulator, not of \
-                            the candidate, which is left unmeasured; measure it on hardware"
-                    .to_string();
-                return fail(result, Status::Unmeasured, what);
-            }
+        let failed = !matches!(raw.ending, Ending::Exited(0) | Ending::Exited(EXIT_UNSTABLE_OUTPUTS));
+        if failed && !self.target.is_native() && emulator_assertion(&raw.stderr).is_some() {
+            let what = "QEMU aborted on an assertion of its own (in stderr): a defect of the emulator, not of the \
+                        candidate, which is left unmeasured; measure it on hardware"
+                .to_string();
+            return fail(result, Status::Unmeasured, what);
         }
         match &raw.ending {
             Ending::Exited(0) => {}
