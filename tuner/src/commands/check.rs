@@ -47,6 +47,19 @@ pub fn status_word(s: Status) -> &'static str {
     }
 }
 
+/// The last line of `check`: every run matched; some did not; or none
+/// that ran is wrong, but some could not be made (`unmeasured`: no runner,
+/// an emulator defect), which says nothing about the kernel.
+fn verdict_line(runs: &[VlMeasurement]) -> &'static str {
+    if runs.iter().all(|r| r.status == Status::Ok) && !runs.is_empty() {
+        "all runs match the reference"
+    } else if runs.iter().all(|r| matches!(r.status, Status::Ok | Status::Unmeasured)) && !runs.is_empty() {
+        "no run that was made is wrong, but some could not be made (NOT RUN above)"
+    } else {
+        "some runs do NOT match the reference"
+    }
+}
+
 /// Builds the kernel and runs it at every requested vector length: builder,
 /// farm, check runner, verdict, like every other command.
 pub fn run(a: &CheckArgs, rt: &Handle) -> anyhow::Result<CheckOutcome> {
@@ -76,11 +89,7 @@ pub fn run(a: &CheckArgs, rt: &Handle) -> anyhow::Result<CheckOutcome> {
         out.push_str(&describe_run(r, t.is_native()));
     }
     let passed = m.status == Status::Ok;
-    let _ = writeln!(
-        out,
-        "{}",
-        if passed { "all runs match the reference" } else { "some runs do NOT match the reference" }
-    );
+    let _ = writeln!(out, "{}", verdict_line(&m.runs));
     Ok(CheckOutcome { report: out, passed })
 }
 
@@ -98,4 +107,32 @@ fn describe_run(r: &VlMeasurement, native: bool) -> String {
     }
     line.push('\n');
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The verdict tells runs that could not be made from wrong ones.
+    #[test]
+    fn the_verdict_tells_unmade_runs_from_wrong_ones() {
+        let run = |s| VlMeasurement::bare(128, s, "qemu", "");
+        let lines: Vec<&str> = [
+            vec![run(Status::Ok), run(Status::Ok)],
+            vec![run(Status::Ok), run(Status::Unmeasured)],
+            vec![run(Status::Unmeasured), run(Status::WrongResult)],
+            vec![run(Status::RunError)],
+            vec![],
+        ]
+        .iter()
+        .map(|runs| verdict_line(runs))
+        .collect();
+        expect_test::expect![[r#"
+            all runs match the reference
+            no run that was made is wrong, but some could not be made (NOT RUN above)
+            some runs do NOT match the reference
+            some runs do NOT match the reference
+            some runs do NOT match the reference"#]]
+        .assert_eq(&lines.join("\n"));
+    }
 }
