@@ -429,3 +429,69 @@ fn reduction_outer_micro_kernels_compute_the_reference_under_qemu() {
         }
     }
 }
+
+/// The SME matmul of `configs/schedules/matmul_sme.trace`: 2x2 ZA tiles,
+/// A packed transposed, outer products over k.
+const MATMUL_SME: &str = "use_vectors(\"sme\")\nb = get_block(\"C\")\ni, j, k = get_loops(b)\n\
+    i0, i1 = split(i, factors=[None, 8*vscale])\nj0, j1 = split(j, factors=[None, 8*vscale])\n\
+    reorder(i0, j0, k, i1, j1)\na = cache_read(b, \"A\", at=i0, layout=[1, 0])\n\
+    tensorize(k, intrin=\"za_fmopa\")\n";
+
+/// Swaps the operands of every outer product: the program then computes
+/// the transposed products, which is wrong for a matmul whose A and B differ.
+fn swap_outer_product_operands(body: &mut [scaletune_codegen::vprog::Stmt]) {
+    use scaletune_codegen::vprog::Stmt;
+    for s in body {
+        match s {
+            Stmt::Mopa { a, b, .. } => std::mem::swap(a, b),
+            Stmt::Loop { body, .. } => swap_outer_product_operands(body),
+            Stmt::If { then_body, else_body, .. } => {
+                swap_outer_product_operands(then_body);
+                swap_outer_product_operands(else_body);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An int8 SME kernel (`smopa`) under a QEMU that computes the 32-bit
+/// `smopa` wrong (Debian 12's 7.2, QEMU issue 2083) is judged by
+/// interpreting its program: `ok`, with QEMU's instruction counts and
+/// estimated cycles, and a message saying how it was judged. A program that
+/// computes something else is still `wrong_result`, and a kernel without
+/// `smopa` (f32 `fmopa`) is judged by QEMU's outputs alone. Under a QEMU
+/// that computes `smopa` right, QEMU's outputs judge every kernel.
+#[test]
+fn int8_sme_kernels_are_judged_past_qemus_smopa_defect() {
+    use scaletune_measure::emulation::defects::smopa_i32_is_wrong;
+    use scaletune_measure::harness::JUDGED_BY_INTERPRETER;
+    let t = target("sme");
+    let qemu_wrong = smopa_i32_is_wrong(&t, 128).unwrap_or_else(|e| panic!("the smopa probe: {e}"));
+    let vls = [128, 512];
+    let runner = QemuRunner::new();
+    let built = llvm_built(&workload("matmul_i8:M=19,N=37,K=13"), &t, trace(MATMUL_SME));
+    let program = Arc::clone(built.harness.program().expect("an smopa kernel keeps its program"));
+    assert!(program.uses_integer_outer_products());
+    for m in runner.measure_all(&built, &vls) {
+        instructions(&m);
+        assert!(m.emulated.as_ref().is_some_and(|e| e.est_cycles.is_some()), "VL {}: no estimate", m.vl_bits);
+        assert_eq!(m.message.starts_with(JUDGED_BY_INTERPRETER), qemu_wrong, "VL {}: {}", m.vl_bits, m.message);
+    }
+    let mut wrong = (*program).clone();
+    swap_outer_product_operands(&mut wrong.body);
+    let Built { candidate, artifact, harness, build_s, built_for_vl } = built;
+    let built = Built { candidate, artifact, harness: harness.with_program(Arc::new(wrong)), build_s, built_for_vl };
+    for m in runner.measure_all(&built, &vls) {
+        assert_eq!(m.status, Status::WrongResult, "VL {}: {}", m.vl_bits, m.message);
+        if qemu_wrong {
+            assert!(m.message.starts_with(JUDGED_BY_INTERPRETER), "{}", m.message);
+            assert!(m.message.contains("the interpreter's run of the kernel's program fails too"), "{}", m.message);
+        }
+    }
+    let f32_kernel = llvm_built(&workload("matmul:M=19,N=37,K=13"), &t, trace(MATMUL_SME));
+    assert!(f32_kernel.harness.program().is_none(), "fmopa is not a defect of this QEMU");
+    for m in runner.measure_all(&f32_kernel, &vls) {
+        instructions(&m);
+        assert!(m.message.is_empty(), "VL {}: {}", m.vl_bits, m.message);
+    }
+}

@@ -590,6 +590,20 @@ impl Program {
         any(&self.body)
     }
 
+    /// True if the program accumulates integer outer products into ZA
+    /// (`smopa`: i8 quads into 32-bit tiles).
+    pub fn uses_integer_outer_products(&self) -> bool {
+        fn any(p: &Program, body: &[Stmt]) -> bool {
+            body.iter().any(|s| match s {
+                Stmt::Mopa { a, .. } => matches!(p.ty(*a).elem, Elem::Data(d) if !d.is_float()),
+                Stmt::Loop { body, .. } => any(p, body),
+                Stmt::If { then_body, else_body, .. } => any(p, then_body) || any(p, else_body),
+                _ => false,
+            })
+        }
+        any(self, &self.body)
+    }
+
     /// The type of a register.
     pub fn ty(&self, r: Reg) -> Ty {
         self.regs[r.0 as usize]

@@ -43,14 +43,20 @@ use driver::EXIT_UNSTABLE_OUTPUTS;
 pub use interpret::interpret;
 pub use link::LinkExtras;
 use scaletune_codegen::target::{Target, TargetError};
+use scaletune_codegen::vprog::Program;
 use scaletune_space::reference::{Comparison, ReferenceError};
 use scaletune_space::workload::{Role, Workload};
 use scaletune_space::TensorId;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
+
+/// How the message of a run judged by the interpreter instead of by its
+/// outputs under QEMU begins ([`Harness::with_program`]).
+pub const JUDGED_BY_INTERPRETER: &str = "judged by the interpreter:";
 
 /// Everything needed to check one compiled kernel.
 #[derive(Clone, Debug)]
@@ -175,6 +181,7 @@ pub struct PreparedRun {
     output: PathBuf,
     how: String,
     timeout: Duration,
+    emulated: bool,
 }
 
 /// What judging a run needs once its command has been taken to execute.
@@ -184,12 +191,20 @@ pub(crate) struct PendingRun {
     output: PathBuf,
     how: String,
     timeout: Duration,
+    /// Run under QEMU.
+    emulated: bool,
 }
 
 impl PreparedRun {
     /// The command to execute, its timeout, and what judging it needs.
     pub(crate) fn split(self) -> (Command, Duration, PendingRun) {
-        let pending = PendingRun { vl_bits: self.vl_bits, output: self.output, how: self.how, timeout: self.timeout };
+        let pending = PendingRun {
+            vl_bits: self.vl_bits,
+            output: self.output,
+            how: self.how,
+            timeout: self.timeout,
+            emulated: self.emulated,
+        };
         (self.command, self.timeout, pending)
     }
 
@@ -232,6 +247,10 @@ pub struct Harness {
     n_runs: AtomicU64,
     executable_from_cache: bool,
     link: LinkExtras,
+    /// The kernel's vector program, where a run under a QEMU with a known
+    /// defect in what the kernel uses is judged by interpreting it
+    /// ([`Harness::with_program`]).
+    program: Option<Arc<Program>>,
 }
 
 impl Harness {
@@ -305,7 +324,25 @@ impl Harness {
             n_runs: AtomicU64::new(0),
             executable_from_cache,
             link: link.clone(),
+            program: None,
         })
+    }
+
+    /// Keeps `program`, the vector program the kernel object was compiled
+    /// from, for the runs it cannot be judged by without it: where the
+    /// kernel uses an instruction the target's QEMU is known (probed) to
+    /// compute wrong, a run whose outputs are wrong under QEMU is judged by
+    /// interpreting `program` at the run's vector length instead (its
+    /// counts stay QEMU's). Only the 32-bit `smopa` has such a defect
+    /// ([`crate::emulation::defects`]).
+    pub fn with_program(mut self, program: Arc<Program>) -> Harness {
+        self.program = Some(program);
+        self
+    }
+
+    /// The program given to [`Harness::with_program`].
+    pub fn program(&self) -> Option<&Arc<Program>> {
+        self.program.as_ref()
     }
 
     /// True if the executable came from the artifact cache instead of being linked.
@@ -370,6 +407,7 @@ impl Harness {
         let run_idx = self.n_runs.fetch_add(1, Ordering::Relaxed);
         let output = self.dir.path().join(format!("out-{vl_bits}-{run_idx}.bin"));
         let _ = std::fs::remove_file(&output);
+        let emulated = self.target.qemu_command(vl_bits).is_some();
         let (mut command, how) = match self.target.qemu_command(vl_bits) {
             Some(words) => match words.split_first() {
                 Some((qemu, qemu_args)) => {
@@ -387,7 +425,7 @@ impl Harness {
         command.arg(&self.input).arg(&output).args(&opts.driver_args).current_dir(self.dir.path());
         command.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let timeout = opts.timeout.unwrap_or(self.timeout);
-        Ok(PreparedRun { command, vl_bits, output, how, timeout })
+        Ok(PreparedRun { command, vl_bits, output, how, timeout, emulated })
     }
 
     /// Judges a finished run of `prepared` (see [`Harness::prepare`]): the
@@ -404,7 +442,46 @@ impl Harness {
         };
         self.judge(raw, &prepared.output, &prepared.how, prepared.timeout, &mut result);
         let _ = std::fs::remove_file(&prepared.output);
+        if result.status == Status::WrongResult && prepared.emulated {
+            self.judge_past_qemu_defects(&mut result);
+        }
         (result, RunOutput { stdout: raw.stdout.clone(), stderr: raw.stderr.clone() })
+    }
+
+    /// Judges a run whose outputs QEMU got wrong by interpreting the
+    /// kernel's program instead, where the kernel uses an instruction this
+    /// QEMU is probed to compute wrong ([`Harness::with_program`]); leaves
+    /// `result` alone otherwise, or when the probe cannot tell.
+    fn judge_past_qemu_defects(&self, result: &mut RunCheck) {
+        let Some(program) = self.program.as_deref().filter(|p| p.uses_integer_outer_products()) else { return };
+        let vl_bits = result.vl_bits;
+        match crate::emulation::defects::smopa_i32_is_wrong(&self.target, vl_bits) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(why) => {
+                result.message.push_str(&format!("; whether this QEMU computes `smopa` right is unknown: {why}"));
+                return;
+            }
+        }
+        let Ok(vscale) = self.target.vscale_for_vl(vl_bits) else { return };
+        let mut by_interpreter =
+            interpret(&self.workload, program, &self.expected.args, &self.expected.reference, vscale);
+        let qemu_said = std::mem::take(&mut result.message);
+        let verdict = match by_interpreter.status {
+            Status::Ok => format!(
+                "the interpreter's run of the kernel's program at vscale {vscale} matches the reference (max abs \
+                 error {:.3e})",
+                by_interpreter.max_abs_err
+            ),
+            _ => format!("the interpreter's run of the kernel's program fails too: {}", by_interpreter.message),
+        };
+        result.status = by_interpreter.status;
+        result.comparisons = std::mem::take(&mut by_interpreter.comparisons);
+        result.max_abs_err = by_interpreter.max_abs_err;
+        result.message = format!(
+            "{JUDGED_BY_INTERPRETER} this QEMU computes the 32-bit `smopa` wrong (QEMU issue 2083, probed), and \
+             the kernel uses it; {verdict}. QEMU's outputs: {qemu_said}"
+        );
     }
 
     /// Fills status, comparisons and message from a finished run.

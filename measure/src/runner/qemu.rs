@@ -383,7 +383,11 @@ fn relink(built: &Built, target: &Target) -> Result<Harness, BuildError> {
         timeout: h.timeout(),
         work_dir: None,
     };
-    Ok(Harness::build_with_link(&req, h.link_extras())?)
+    let relinked = Harness::build_with_link(&req, h.link_extras())?;
+    Ok(match h.program() {
+        Some(p) => relinked.with_program(Arc::clone(p)),
+        None => relinked,
+    })
 }
 
 #[async_trait]

@@ -3,6 +3,7 @@
 use crate::pipeline::{load_workload_to_run as load_workload, PipelineError, Schedule};
 use anyhow::bail;
 use scaletune_codegen::target::Target;
+use scaletune_measure::harness::JUDGED_BY_INTERPRETER;
 use scaletune_measure::{Candidate, CheckRunner, Farm, LlvmBuilder, Runner, Status, VlMeasurement};
 use scaletune_space::trace::Trace;
 use std::fmt::Write;
@@ -102,7 +103,8 @@ fn describe_run(r: &VlMeasurement, native: bool) -> String {
     if let Some(vl) = r.built_for_vl {
         let _ = write!(line, " (object built for VL {vl})");
     }
-    if r.status != Status::Ok {
+    // A run judged by the interpreter says so, and why, whatever its verdict.
+    if r.status != Status::Ok || r.message.starts_with(JUDGED_BY_INTERPRETER) {
         let _ = write!(line, "\n            {}", r.message);
     }
     line.push('\n');

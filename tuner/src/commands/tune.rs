@@ -177,6 +177,17 @@ struct Lines {
     shown: Vec<Option<f64>>,
 }
 
+/// A task's name in the progress: its workload's name, or its full
+/// reference (`matmul:M=128,N=768,K=768`) where another task of the job has
+/// a workload of the same name (a suite's several matmuls).
+fn task_label(tasks: &[Task], t: &Task) -> String {
+    if tasks.iter().filter(|o| o.workload.name == t.workload.name).count() > 1 {
+        t.workload.reference()
+    } else {
+        t.workload.name.clone()
+    }
+}
+
 /// Each task's best, GFLOPS where known. `shown` holds the bests shown
 /// last (updated here): a best that got worse since, which happens when
 /// re-checks of the best candidate ran slower than its first run (or a
@@ -192,7 +203,7 @@ fn bests(tasks: &[Task], kind: ObjectiveKind, shown: &mut Vec<Option<f64>>) -> S
         .zip(shown.iter_mut())
         .map(|(t, last)| {
             let best = t.best();
-            let mut part = format!("{} {}", t.workload.name, best.map_or_else(|| "-".into(), |b| text(t, b)));
+            let mut part = format!("{} {}", task_label(tasks, t), best.map_or_else(|| "-".into(), |b| text(t, b)));
             if let (Some(b), Some(was)) = (best, *last) {
                 // Every objective is lower-is-better.
                 if b > was {
@@ -408,5 +419,20 @@ mod tests {
             matmul 26.2 GFLOPS (re-measured; was 52.4 GFLOPS)
             matmul 26.2 GFLOPS"#]]
         .assert_eq(&lines.join("\n"));
+    }
+
+    /// Tasks whose workloads share a name (a suite's matmuls) are told
+    /// apart by their shapes; a task alone with its name keeps the name.
+    #[test]
+    fn tasks_of_one_workload_name_are_told_apart_by_shape() {
+        let tasks: Vec<Task> = ["matmul:M=64,N=64,K=64", "softmax_rows", "matmul:M=32,N=64,K=16"]
+            .into_iter()
+            .map(crate::tune::task::test_task)
+            .collect();
+        expect_test::expect!["matmul:M=64,N=64,K=64 - | softmax_rows - | matmul:M=32,N=64,K=16 -"].assert_eq(&bests(
+            &tasks,
+            ObjectiveKind::Time,
+            &mut Vec::new(),
+        ));
     }
 }
