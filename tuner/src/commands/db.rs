@@ -205,6 +205,19 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
     Ok((out, 0))
 }
 
+/// The messages of a record's runs (its `metrics`) that its own message
+/// does not already give, one line per vector length: why a run failed, or
+/// how a run that passed was judged (by the interpreter, past a QEMU
+/// defect). Empty when there are none or the metrics do not parse.
+fn run_notes(metrics: &str, message: &str) -> String {
+    let runs: Vec<scaletune_measure::VlMeasurement> = serde_json::from_str(metrics).unwrap_or_default();
+    let mut out = String::new();
+    for run in runs.iter().filter(|run| !run.message.is_empty() && !message.contains(&run.message)) {
+        let _ = writeln!(out, "VL {}: {}: {}", run.vl_bits, run.status.name(), run.message);
+    }
+    out
+}
+
 /// `show RECORD`: a record's figures, trace, loop nest, vector program and assembly.
 pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
     let path = db_path(db);
@@ -235,6 +248,7 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
         r.run_s,
         r.created_at
     );
+    out.push_str(&run_notes(&r.metrics, &r.message));
     for m in &r.remeasured {
         let value = match (m.objective, r.objective_kind.as_str()) {
             (Some(x), "time_s") => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
@@ -261,6 +275,24 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
 
 #[cfg(test)]
 mod tests {
+    /// Each run's message that the record's own does not give gets a line.
+    #[test]
+    fn show_gives_the_runs_messages_the_record_does_not() {
+        use scaletune_measure::{Status, VlMeasurement};
+        let judged = "judged by the interpreter: this QEMU computes the 32-bit `smopa` wrong";
+        let runs = vec![
+            VlMeasurement::bare(128, Status::Ok, "qemu", judged),
+            VlMeasurement::bare(256, Status::Ok, "qemu", ""),
+            VlMeasurement::bare(512, Status::Timeout, "qemu", "timed out after 60.0 s"),
+        ];
+        let metrics = serde_json::to_string(&runs).expect("serializes");
+        expect_test::expect![[r#"
+            VL 128: ok: judged by the interpreter: this QEMU computes the 32-bit `smopa` wrong
+        "#]]
+        .assert_eq(&super::run_notes(&metrics, "VL 512: timed out after 60.0 s"));
+        assert_eq!(super::run_notes("not json", ""), "");
+    }
+
     use super::*;
 
     /// `db stats` and `db top` print stored objectives in the summary's
