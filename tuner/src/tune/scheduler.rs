@@ -10,8 +10,9 @@
 //! layer's time and improves 1 % per trial beats a layer norm at 0.3 %
 //! improving 10 % per trial. A task that has not improved lately still gets
 //! trials while it has had fewer than its share of the whole (so the
-//! largest kernels are never left at their warm-up), and none starves.
-//! Tasks whose design space is exhausted get no more. Every task of a job
+//! largest kernels are never left at their warm-up); a task far below 1 %
+//! of the whole may get no trials past its warm-up, which is what the
+//! whole's time asks for. Tasks whose design space is exhausted get no more. Every task of a job
 //! has the same objective kind, so the weighted sum has one unit.
 
 use super::task::Task;
