@@ -210,6 +210,35 @@ impl DesignSpace {
         self.draw(rng, |_| k)
     }
 
+    /// A schedule of this space with the decisions of `donor`, a decided
+    /// trace of another space of the same computation (another shape of the
+    /// workload, whose best schedule is a good first guess for this one):
+    /// the first design trace whose instructions are the donor's, one for
+    /// one, takes each decision that fits its own limits (perfect tilings
+    /// moved to the nearest factors of this shape's extents, categorical
+    /// decisions only among the same candidates); the decisions that do not
+    /// fit are drawn from `rng`. Of several matching design traces, the one
+    /// with the most instructions equal to the donor's but for decisions
+    /// (the same limits, unroll candidates, ...) is tried first. `None` if
+    /// no design trace matches or the result does not apply.
+    pub fn adopt(&self, donor: &Trace, rng: &mut ChaCha8Rng) -> Option<Sample> {
+        let mut matches: Vec<(usize, usize, Trace)> = self
+            .traces
+            .iter()
+            .enumerate()
+            .filter_map(|(k, design)| {
+                let transplanted = transplant(&design.trace, donor)?;
+                Some((same_but_decisions(&design.trace, donor), k, transplanted))
+            })
+            .collect();
+        matches.sort_by_key(|(same, k, _)| (std::cmp::Reverse(*same), *k));
+        matches.into_iter().find_map(|(_, k, transplanted)| {
+            let mut nest = self.nest.clone();
+            let trace = transplanted.sample_repairing(&mut nest, rng).ok()?;
+            Some(Sample::new(k, trace, nest, 0))
+        })
+    }
+
     /// Up to [`MAX_ATTEMPTS`] draws, each from the design trace `pick` names.
     fn draw(&self, rng: &mut ChaCha8Rng, pick: impl Fn(&mut ChaCha8Rng) -> usize) -> Result<Sample, TraceError> {
         let mut last_err = None;
@@ -351,6 +380,59 @@ pub fn vectorized_loops(nest: &Nest) -> usize {
     nest.all_loops().iter().filter(|l| matches!(nest.loop_(**l).kind, crate::ir::LoopKind::Vectorize(_))).count()
 }
 
+/// How many instructions of `design` equal `donor`'s once decisions are cleared.
+fn same_but_decisions(design: &Trace, donor: &Trace) -> usize {
+    let undecided = |i: &Inst| {
+        let mut i = i.clone();
+        i.clear_decision();
+        i
+    };
+    design.insts.iter().zip(&donor.insts).filter(|(a, b)| undecided(a) == undecided(b)).count()
+}
+
+/// `design` with the decisions of `donor` that fit its limits, the others
+/// left to draw; `None` unless the two have the same instructions, one for
+/// one, by name and by number of tile levels.
+fn transplant(design: &Trace, donor: &Trace) -> Option<Trace> {
+    if design.insts.len() != donor.insts.len() {
+        return None;
+    }
+    let mut out = design.clone();
+    for (mine, theirs) in out.insts.iter_mut().zip(&donor.insts) {
+        if mine.name() != theirs.name() {
+            return None;
+        }
+        match (mine, theirs) {
+            (
+                Inst::SamplePerfectTile { n, max_innermost_factor, decision, .. },
+                Inst::SamplePerfectTile { n: n2, decision: d, .. },
+            ) => {
+                if n != n2 {
+                    return None;
+                }
+                *decision = d.clone().filter(|d| d.last().is_some_and(|f| f <= max_innermost_factor));
+            }
+            (
+                Inst::SampleScalableTile { n, decision, .. } | Inst::SampleMixedTile { n, decision, .. },
+                Inst::SampleScalableTile { n: n2, decision: d, .. } | Inst::SampleMixedTile { n: n2, decision: d, .. },
+            ) => {
+                if n != n2 {
+                    return None;
+                }
+                decision.clone_from(d);
+            }
+            (
+                Inst::SampleCategorical { candidates, decision, .. },
+                Inst::SampleCategorical { candidates: c2, decision: d, .. },
+            ) => {
+                *decision = if candidates == c2 { *d } else { None };
+            }
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,6 +476,43 @@ mod tests {
         let keys: std::collections::HashSet<u128> = by_text.values().copied().collect();
         assert!(by_text.len() > 20, "{} distinct texts", by_text.len());
         assert_eq!(keys.len(), by_text.len(), "a key per text");
+    }
+
+    /// Adopting a schedule into its own space gives it back. Adopted by
+    /// another shape of the same structure, it keeps every decision but
+    /// those of the perfect tilings, which move to factors of the new
+    /// extents. Adopted by a much smaller shape, the decisions beyond its
+    /// limits are drawn again, and what comes back applies there.
+    #[test]
+    fn a_schedule_adopted_by_another_shape_keeps_the_decisions_that_fit() {
+        let caps = VectorCaps::sve_any();
+        let space_of = |r: &str| DesignSpace::generate(&Nest::from_workload(&load(r).expect("loads"), caps.clone()));
+        let from = space_of("matmul:M=128,N=96,K=64");
+        let (to, tiny) = (space_of("matmul:M=96,N=96,K=48"), space_of("matmul:M=8,N=4,K=3"));
+        let mut rng = task_rng(11, 0);
+        let mut moved_tiles = 0;
+        let mut tiny_adopted = 0;
+        for _ in 0..40 {
+            let donor = from.sample(&mut rng).expect("samples");
+            let same = from.adopt(&donor.trace, &mut rng).expect("adopts its own");
+            assert_eq!(same.text(), donor.text());
+            let s = to.adopt(&donor.trace, &mut rng).expect("adopted by a shape of the same structure");
+            assert_eq!(s.space_trace, donor.space_trace);
+            for (a, b) in s.trace.insts.iter().zip(&donor.trace.insts) {
+                if matches!(a, Inst::SamplePerfectTile { .. }) {
+                    moved_tiles += usize::from(a != b);
+                } else {
+                    assert_eq!(a, b, "{}\nfrom\n{}", s.text(), donor.text());
+                }
+            }
+            if let Some(t) = tiny.adopt(&donor.trace, &mut rng) {
+                let mut nest = tiny.nest.clone();
+                t.trace.apply(&mut nest).expect("an adopted schedule applies");
+                tiny_adopted += 1;
+            }
+        }
+        assert!(moved_tiles > 0, "the perfect tilings of K = 64 fit K = 48 unchanged in every sample");
+        assert!(tiny_adopted > 0, "no schedule of 128x96x64 was adopted by 8x4x3");
     }
 
     #[test]

@@ -124,6 +124,46 @@ fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
     assert_eq!(stdout(&import), "imported 16 records, 0 already present\n", "{}", text(&import));
 }
 
+/// A job on a new shape of a workload the database knows starts from the
+/// other shape's best schedule: its first batch holds that schedule with
+/// the perfect tilings moved to the new extents and every other decision
+/// kept.
+#[test]
+fn a_new_shape_starts_from_the_best_schedule_of_another_in_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("tune.db");
+    let first = tune(&db, &["--trials", "8", "--strategy", "random"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let dbs = db.to_str().expect("utf-8");
+    let other = "matmul:M=48,N=40,K=16";
+    let args = ["tune", other, "--target", "host", "--db", dbs, "--repeat", "2", "--min-repeat-ms", "1"];
+    let second = scaletune(&[&args[..], &["--batch", "4", "--trials", "4"]].concat());
+    assert!(second.status.success(), "{}", text(&second));
+    let export = scaletune(&["db", "export", "--db", dbs]);
+    let records: Vec<serde_json::Value> =
+        stdout(&export).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let of_job = |job: i64| -> Vec<&serde_json::Value> {
+        records.iter().map(|r| &r["record"]).filter(|r| r["job_id"] == job).collect()
+    };
+    let best = of_job(1)
+        .into_iter()
+        .filter(|r| r["status"] == "ok" && r["trace"] != "")
+        .min_by(|a, b| {
+            a["objective"].as_f64().unwrap_or(f64::MAX).total_cmp(&b["objective"].as_f64().unwrap_or(f64::MAX))
+        })
+        .expect("the first job has a best schedule");
+    let but_perfect_tilings =
+        |t: &str| -> String { t.lines().filter(|l| !l.contains("sample_perfect_tile")).collect::<Vec<_>>().join("\n") };
+    let wanted = but_perfect_tilings(best["trace"].as_str().expect("text"));
+    let second_job = of_job(2);
+    assert_eq!(second_job.len(), 4);
+    assert!(
+        second_job.iter().any(|r| but_perfect_tilings(r["trace"].as_str().expect("text")) == wanted),
+        "no schedule of the second job is the first one's best:\n{}",
+        best["trace"]
+    );
+}
+
 #[test]
 fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -172,6 +172,21 @@ impl Trace {
         Ok((changed, vars))
     }
 
+    /// Applies the trace from the start, drawing every missing decision
+    /// from `rng` and giving a recorded perfect tiling that no longer
+    /// multiplies to its loop's extent the nearest decision that does (as
+    /// [`Trace::apply_repairing_from`]): the trace with every decision
+    /// made, which replays to the same nest without the RNG. For decisions
+    /// taken from a schedule of another shape ([`crate::design::DesignSpace::adopt`]).
+    pub fn sample_repairing(&self, nest: &mut Nest, rng: &mut ChaCha8Rng) -> Result<Trace, TraceError> {
+        let (decided, _, _) = self.run_with(0, nest, Bindings::default(), Some(rng), true)?;
+        let mut trace = self.clone();
+        for (i, inst) in decided {
+            trace.insts[i] = inst;
+        }
+        Ok(trace)
+    }
+
     /// Applies the trace, drawing every missing decision from `rng` (recorded
     /// decisions are replayed and checked). Returns the trace with all
     /// decisions filled in, which replays to the same nest without the RNG.

@@ -1,7 +1,9 @@
 //! Evolutionary search: mutants of the best candidates known (this job's and the database's), bred for a few generations under the cost model, picked epsilon-greedily.
 //!
 //! One proposal of `n` samples:
-//! 1. Until the task has a measured candidate, fresh samples only, spread
+//! 1. Until the task has a measured candidate, the best schedules of other
+//!    shapes of its workload, adopted by this shape ([`adopted_samples`],
+//!    [`Task::donors`]; up to half the proposal), and fresh samples spread
 //!    over the design-space traces ([`spread_samples`]).
 //! 2. Otherwise a pool of fresh samples and, for each of
 //!    [`Evolutionary::generations`] generations, mutants of the frontier
@@ -46,7 +48,7 @@
 //! many one-step mutants change a decision the program does not depend on,
 //! and the model, seeing the same features, ranks them with their parent.
 
-use super::{discard, new_samples, spread_samples, SearchStrategy, Texts};
+use super::{adopted_samples, discard, new_samples, spread_samples, SearchStrategy, Texts};
 use crate::cost_model::{rank_scores, CostModel, FeatureCache};
 use crate::tune::task::{lineage, Task};
 use rand::seq::SliceRandom;
@@ -379,7 +381,11 @@ impl Evolutionary {
     ) -> (Vec<Sample>, usize) {
         let mut seen = Texts::default();
         if task.elites.is_empty() {
-            return (spread_samples(task, n, 20 * n + 20, &mut seen, rng), 0);
+            // Up to half from the best schedules of other shapes, the rest fresh.
+            let mut out = adopted_samples(task, n.div_ceil(2), &mut seen, rng);
+            let rest = n - out.len();
+            out.extend(spread_samples(task, rest, 20 * rest + 20, &mut seen, rng));
+            return (out, 0);
         }
         // Each mutant is lowered once, though ranked in its generation and
         // in the final pool, and not again by a later proposal of the job;
@@ -466,6 +472,48 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use std::sync::Arc;
+
+    /// A task with no measured candidate starts from what the other shapes
+    /// of its workload found: its first proposal opens with their best
+    /// schedules, best first, adopted by its shape (up to half of it), then
+    /// fresh samples; shapes of other workloads give nothing.
+    #[test]
+    fn a_new_shape_starts_from_the_best_schedules_of_its_siblings() {
+        use crate::tune::task::{sibling_donors, test_task};
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut tasks: Vec<Task> = ["matmul:M=48,N=40,K=24", "softmax_rows:M=8,N=32", "matmul:M=40,N=40,K=16"]
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut t = test_task(r);
+                t.idx = i;
+                t
+            })
+            .collect();
+        for (k, objective) in [(0, 3e-6), (0, 1e-6), (0, 2e-6), (1, 1e-6)] {
+            let s = tasks[k].space.sample(&mut rng).expect("samples");
+            tasks[k].observe(&s, Some(objective), 1);
+        }
+        let donors = sibling_donors(&tasks, 2);
+        let best: Vec<Arc<scaletune_space::trace::Trace>> =
+            tasks[0].elites.iter().take(2).map(|e| Arc::clone(&e.sample.trace)).collect();
+        assert_eq!(donors, best, "the matmul's best two, best first; nothing of the softmax");
+        tasks[2].add_donors(donors.clone());
+        tasks[2].add_donors(donors);
+        assert_eq!(tasks[2].donors.len(), 2, "a donor is added once");
+        let (proposed, scored) = Evolutionary::default().propose_counted(&tasks[2], None, 8, &mut rng);
+        assert_eq!((proposed.len(), scored), (8, 0));
+        for (s, donor) in proposed.iter().zip(&best) {
+            assert_eq!(s.trace.insts.len(), donor.insts.len());
+            for (a, b) in s.trace.insts.iter().zip(&donor.insts) {
+                if !matches!(a, scaletune_space::trace::Inst::SamplePerfectTile { .. }) {
+                    assert_eq!(a, b, "adopted:\n{}\ndonor:\n{}", s.text(), donor);
+                }
+            }
+        }
+        let texts: std::collections::HashSet<&str> = proposed.iter().map(|s| &**s.text()).collect();
+        assert_eq!(texts.len(), 8, "eight different schedules");
+    }
 
     #[test]
     fn exploration_picks_fresh_samples_the_model_passed_over() {

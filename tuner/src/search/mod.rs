@@ -82,6 +82,25 @@ pub fn spread_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, 
     new_candidates(task, n, attempts, seen, None, rng, |j, r| task.space.sample_trace(order[j % order.len()], r).ok())
 }
 
+/// Up to `n` new samples (neither measured nor in `seen`, which they are
+/// added to) adopted from the task's donors, in order ([`Task::donors`]:
+/// the best schedules of other shapes of its workload), each with this
+/// shape's tilings ([`scaletune_space::design::DesignSpace::adopt`]).
+pub fn adopted_samples(task: &Task, n: usize, seen: &mut Texts, rng: &mut ChaCha8Rng) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for donor in &task.donors {
+        if out.len() >= n {
+            break;
+        }
+        let Some(s) = task.space.adopt(donor, rng) else { continue };
+        let text = s.text().to_string();
+        if !task.measured.contains(&text) && seen.insert(text) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// Samples made by `make` that are new (neither measured nor in `seen`,
 /// which they are added to): at most `n`, calling `make` at most `attempts`
 /// times. The calls run on every core, each with an RNG of its own seeded

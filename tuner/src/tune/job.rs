@@ -161,6 +161,11 @@ impl Loop<'_> {
             let mut rng = task_rng(self.seed, state.batches);
             state.batches += 1;
             let n = self.batch.min(self.trials - state.trials).max(1);
+            if tasks[ti].elites.is_empty() {
+                // What other shapes of its workload found so far.
+                let found = super::task::sibling_donors(tasks, ti);
+                tasks[ti].add_donors(found);
+            }
             let task = &tasks[ti];
             let mut samples: Vec<Sample> = Vec::new();
             if task.baseline.is_none() && !task.is_measured(&Trace::default()) {

@@ -21,10 +21,11 @@ use crate::search::StrategyKind;
 use objective::{Objective, ObjectiveKind};
 use scaletune_codegen::pipeline::initial_nest;
 use scaletune_codegen::target::Target;
-use scaletune_database::Database;
+use scaletune_database::{Database, DbError, RecordFilter};
 use scaletune_measure::{Measurement, TimingProtocol, VlMeasurement};
 use scaletune_space::design::{DesignSpace, SpaceOptions};
-use scaletune_space::trace::parse_trace;
+use scaletune_space::trace::{parse_trace, Trace};
+use scaletune_space::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -180,11 +181,52 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
                 }
             }
         }
+        if task.elites.is_empty() {
+            let filter = RecordFilter {
+                runner: Some(cfg.runner_label()),
+                vl_set: Some(vl_set.clone()),
+                objective_kind: Some(cfg.objective.kind.name().to_string()),
+            };
+            task.add_donors(database_donors(db, &task.workload, &workload_row.hash, &target_row.hash, &filter)?);
+        }
         rows.push((workload_row.id, target_row.id));
         tasks.push(task);
         known_all.push(known);
     }
     Ok(Setup { tasks, rows, training, known: known_all })
+}
+
+/// The best schedules the database has of other workloads of the name of
+/// `w` (of hash `hash`) on the target of hash `target_hash`, measured as
+/// `filter` says (the job's runner, VL set and objective), the best
+/// [`task::DONORS_PER_SHAPE`] of each, the best of each first: donors for
+/// a task with no record of its own ([`Task::donors`]). Records whose
+/// workload definition this build does not read are passed over.
+fn database_donors(
+    db: &Database,
+    w: &Workload,
+    hash: &str,
+    target_hash: &str,
+    filter: &RecordFilter,
+) -> Result<Vec<Arc<Trace>>, DbError> {
+    let mut per_shape: Vec<Vec<Arc<Trace>>> = Vec::new();
+    for row in db.workloads()? {
+        let same_name = serde_json::from_str::<Workload>(&row.definition).is_ok_and(|other| other.name == w.name);
+        if row.hash == hash || !same_name {
+            continue;
+        }
+        let best = db.best_k(&row.hash, target_hash, task::DONORS_PER_SHAPE, filter)?;
+        per_shape.push(
+            best.iter()
+                .filter(|r| !r.trace.is_empty())
+                .filter_map(|r| parse_trace(&r.trace).ok())
+                .map(Arc::new)
+                .collect(),
+        );
+    }
+    Ok((0..task::DONORS_PER_SHAPE)
+        .flat_map(|rank| per_shape.iter().filter_map(move |s| s.get(rank).cloned()))
+        .collect())
 }
 
 /// Counts the trials job `job` ran before it was interrupted into the

@@ -111,6 +111,13 @@ pub struct Task {
     /// The samples the search lowered for this task, kept from one
     /// proposal to the next ([`FeatureCache`]; see [`Task::lowered`]).
     pub lowered_cache: Mutex<FeatureCache>,
+    /// Decided traces of the best schedules of other shapes of this
+    /// workload on this target (the database's other workloads of the same
+    /// name, this job's other tasks), the best of each shape first: the
+    /// evolutionary search's first proposal adopts them
+    /// ([`scaletune_space::design::DesignSpace::adopt`]), so a new shape
+    /// starts from what its siblings found.
+    pub donors: Vec<Arc<Trace>>,
 }
 
 /// Trials timed while other tasks held their CPU ([`scaletune_measure::Timing::waited_s`]).
@@ -167,6 +174,7 @@ impl Task {
             draw_failures: 0,
             contention: Contention::default(),
             lowered_cache: Mutex::new(FeatureCache::default()),
+            donors: Vec::new(),
         }
     }
 
@@ -326,6 +334,16 @@ impl Task {
         self.measured.insert(text);
     }
 
+    /// Adds `traces` to [`Task::donors`], after those already there,
+    /// leaving out any that is one already.
+    pub fn add_donors(&mut self, traces: Vec<Arc<Trace>>) {
+        for t in traces {
+            if !self.donors.iter().any(|d| **d == *t) {
+                self.donors.push(t);
+            }
+        }
+    }
+
     /// The sample a measured trace of this task's space came from:
     /// `space_trace` is the design-space trace's text. `None` if the space no
     /// longer has that trace or the trace no longer applies.
@@ -335,6 +353,22 @@ impl Task {
         trace.apply(&mut nest).ok()?;
         Some(Sample::new(k, trace.clone(), nest, 0))
     }
+}
+
+/// How many of another shape's best schedules a task adopts from
+/// ([`Task::donors`]).
+pub const DONORS_PER_SHAPE: usize = 2;
+
+/// The best [`DONORS_PER_SHAPE`] schedules of each task of `tasks` other
+/// than task `idx` whose workload has its workload's name, the best of
+/// each first (donors for task `idx`, [`Task::donors`]).
+pub fn sibling_donors(tasks: &[Task], idx: usize) -> Vec<Arc<Trace>> {
+    let name = &tasks[idx].workload.name;
+    let siblings: Vec<&Task> = tasks.iter().filter(|o| o.idx != idx && o.workload.name == *name).collect();
+    (0..DONORS_PER_SHAPE)
+        .flat_map(|rank| siblings.iter().filter_map(move |o| o.elites.get(rank)))
+        .map(|best| Arc::clone(&best.sample.trace))
+        .collect()
 }
 
 /// A sample's lineage: its design-space trace and the vector kind its
