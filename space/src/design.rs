@@ -213,8 +213,8 @@ impl DesignSpace {
     /// A schedule of this space with the decisions of `donor`, a decided
     /// trace of another space of the same computation (another shape of the
     /// workload, whose best schedule is a good first guess for this one):
-    /// the first design trace whose instructions are the donor's, one for
-    /// one, takes each decision that fits its own limits (perfect tilings
+    /// a design trace whose instructions are the donor's, one for one by
+    /// name and tile levels, takes each decision that fits its own limits (perfect tilings
     /// moved to the nearest factors of this shape's extents, categorical
     /// decisions only among the same candidates); the decisions that do not
     /// fit are drawn from `rng`. Of several matching design traces, the one
