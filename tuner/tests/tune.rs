@@ -17,6 +17,15 @@ fn tune(db: &Path, extra: &[&str]) -> std::process::Output {
     scaletune(&args)
 }
 
+/// A finished job of 8 random trials of [`WORKLOAD`] into `DIR/tune.db`:
+/// the database's path and what the job printed.
+fn random_job(dir: &Path) -> (std::path::PathBuf, std::process::Output) {
+    let db = dir.join("tune.db");
+    let first = tune(&db, &["--trials", "8", "--strategy", "random"]);
+    assert!(first.status.success(), "{}", text(&first));
+    (db, first)
+}
+
 /// Record count and distinct (trace, runner, VL set) keys of the JSON-lines export.
 fn records(db: &Path) -> (usize, usize) {
     let o = scaletune(&["db", "export", "--db", db.to_str().expect("utf-8")]);
@@ -85,9 +94,7 @@ fn an_interrupted_job_resumes_without_measuring_anything_twice() {
 #[test]
 fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("tune.db");
-    let first = tune(&db, &["--trials", "8", "--strategy", "random"]);
-    assert!(first.status.success(), "{}", text(&first));
+    let (db, first) = random_job(dir.path());
     let printed = stdout(&first);
     assert!(printed.contains("job 1 finished: 8 trials in all; trial budget reached"), "{printed}");
     assert!(printed.contains("best schedule of matmul:M=48,N=40,K=24"), "{printed}");
@@ -131,9 +138,7 @@ fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
 #[test]
 fn a_new_shape_starts_from_the_best_schedule_of_another_in_the_database() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("tune.db");
-    let first = tune(&db, &["--trials", "8", "--strategy", "random"]);
-    assert!(first.status.success(), "{}", text(&first));
+    let (db, _) = random_job(dir.path());
     let dbs = db.to_str().expect("utf-8");
     let other = "matmul:M=48,N=40,K=16";
     let args = ["tune", other, "--target", "host", "--db", dbs, "--repeat", "2", "--min-repeat-ms", "1"];

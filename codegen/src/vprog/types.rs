@@ -577,31 +577,34 @@ pub struct Program {
 pub const ZA_TILES: u8 = 4;
 
 impl Program {
-    /// True if the program uses the ZA array (SME tiles).
-    pub fn uses_za(&self) -> bool {
-        fn any(body: &[Stmt]) -> bool {
-            body.iter().any(|s| match s {
-                Stmt::ZaZero { .. } | Stmt::ZaLoad { .. } | Stmt::ZaStore { .. } | Stmt::Mopa { .. } => true,
-                Stmt::Loop { body, .. } => any(body),
-                Stmt::If { then_body, else_body, .. } => any(then_body) || any(else_body),
-                _ => false,
+    /// True if any statement of the program, at any depth of loops and
+    /// branches, satisfies `f`.
+    pub fn any_stmt(&self, f: impl Fn(&Stmt) -> bool) -> bool {
+        fn any(body: &[Stmt], f: &dyn Fn(&Stmt) -> bool) -> bool {
+            body.iter().any(|s| {
+                f(s) || match s {
+                    Stmt::Loop { body, .. } => any(body, f),
+                    Stmt::If { then_body, else_body, .. } => any(then_body, f) || any(else_body, f),
+                    _ => false,
+                }
             })
         }
-        any(&self.body)
+        any(&self.body, &f)
+    }
+
+    /// True if the program uses the ZA array (SME tiles).
+    pub fn uses_za(&self) -> bool {
+        self.any_stmt(|s| {
+            matches!(s, Stmt::ZaZero { .. } | Stmt::ZaLoad { .. } | Stmt::ZaStore { .. } | Stmt::Mopa { .. })
+        })
     }
 
     /// True if the program accumulates integer outer products into ZA
     /// (`smopa`: i8 quads into 32-bit tiles).
     pub fn uses_integer_outer_products(&self) -> bool {
-        fn any(p: &Program, body: &[Stmt]) -> bool {
-            body.iter().any(|s| match s {
-                Stmt::Mopa { a, .. } => matches!(p.ty(*a).elem, Elem::Data(d) if !d.is_float()),
-                Stmt::Loop { body, .. } => any(p, body),
-                Stmt::If { then_body, else_body, .. } => any(p, then_body) || any(p, else_body),
-                _ => false,
-            })
-        }
-        any(self, &self.body)
+        self.any_stmt(
+            |s| matches!(s, Stmt::Mopa { a, .. } if matches!(self.ty(*a).elem, Elem::Data(d) if !d.is_float())),
+        )
     }
 
     /// The type of a register.

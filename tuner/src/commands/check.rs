@@ -137,4 +137,33 @@ mod tests {
             some runs do NOT match the reference"#]]
         .assert_eq(&lines.join("\n"));
     }
+
+    /// A run's message shows when it failed, or when the interpreter gave
+    /// its verdict; an ok run's other message does not.
+    #[test]
+    fn a_run_judged_by_the_interpreter_says_so() {
+        let run = |s, message: &str| {
+            let mut m = VlMeasurement::bare(256, s, "qemu", message);
+            (m.max_abs_err, m.wall_s) = (0.0, 0.02);
+            m
+        };
+        let judged = format!("{JUDGED_BY_INTERPRETER} this QEMU computes the 32-bit `smopa` wrong");
+        let text: String = [
+            run(Status::Ok, &judged),
+            run(Status::Ok, "all 10 output elements within bounds"),
+            run(Status::WrongResult, "tensor `C`: 1 of 10 elements wrong"),
+        ]
+        .iter()
+        .map(|r| describe_run(r, false))
+        .collect();
+        // Each line between bars, so that its leading spaces are pinned too.
+        let barred: Vec<String> = text.lines().map(|l| format!("|{l}|")).collect();
+        expect_test::expect![[r#"
+            |  VL  256: ok      max |error| 0.00e0    (emulated, 0.02 s under QEMU)|
+            |            judged by the interpreter: this QEMU computes the 32-bit `smopa` wrong|
+            |  VL  256: ok      max |error| 0.00e0    (emulated, 0.02 s under QEMU)|
+            |  VL  256: WRONG   max |error| 0.00e0    (emulated, 0.02 s under QEMU)|
+            |            tensor `C`: 1 of 10 elements wrong|"#]]
+        .assert_eq(&barred.join("\n"));
+    }
 }

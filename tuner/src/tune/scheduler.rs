@@ -33,14 +33,13 @@ pub fn improvement_rate(task: &Task) -> f64 {
 }
 
 /// Each of `live`'s share of the job's end-to-end objective: weight times
-/// best (the unscheduled nest's objective before a candidate beat it),
-/// over the sum of them; a task with neither has none. Where no task has
-/// either, the shares of the weights.
+/// the objective of what would ship ([`Task::shipped`]: the best candidate,
+/// or the unscheduled nest where no candidate beat it), over the sum of
+/// them; a task with neither has none. Where no task has either, the
+/// shares of the weights.
 pub fn objective_shares(live: &[&Task]) -> Vec<f64> {
-    let weighted: Vec<f64> = live
-        .iter()
-        .map(|t| t.best().or(t.baseline).filter(|b| b.is_finite() && *b > 0.0).map_or(0.0, |b| t.weight * b))
-        .collect();
+    let weighted: Vec<f64> =
+        live.iter().map(|t| t.shipped().filter(|b| b.is_finite() && *b > 0.0).map_or(0.0, |b| t.weight * b)).collect();
     let total: f64 = weighted.iter().sum();
     if total > 0.0 && total.is_finite() {
         return weighted.iter().map(|w| w / total).collect();
@@ -139,11 +138,18 @@ mod tests {
         measured_at(&mut rest, 2.0);
         assert_eq!(pick(&[flat, rest], &[false, false]), Some(0));
         let live_shares = |ts: &[Task]| objective_shares(&ts.iter().collect::<Vec<_>>());
-        let (mut a, mut b) = (task(0, 1.0, &[3.0]), task(1, 2.0, &[1.0]));
         assert_eq!(live_shares(&[task(0, 1.0, &[]), task(1, 3.0, &[])]), vec![0.25, 0.75], "weights alone");
-        measured_at(&mut a, 3.0);
-        measured_at(&mut b, 1.0);
-        assert_eq!(live_shares(&[a, b]), vec![0.6, 0.4]);
+        let pair = |baseline: Option<f64>| {
+            let (mut a, mut b) = (task(0, 1.0, &[3.0]), task(1, 2.0, &[1.0]));
+            measured_at(&mut a, 3.0);
+            measured_at(&mut b, 1.0);
+            b.baseline = baseline;
+            live_shares(&[a, b])
+        };
+        assert_eq!(pair(None), vec![0.6, 0.4]);
+        assert_eq!(pair(Some(2.0)), vec![0.6, 0.4], "a slower unscheduled nest does not count");
+        // What ships: the unscheduled nest where it beats the best candidate.
+        assert_eq!(pair(Some(0.5)), vec![0.75, 0.25]);
     }
 
     #[test]

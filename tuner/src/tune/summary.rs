@@ -108,11 +108,7 @@ fn end_to_end_line(tasks: &[Task], kind: ObjectiveKind) -> Option<String> {
     let mut shipped = 0.0;
     let mut unscheduled = Some(0.0);
     for t in tasks {
-        let best = match (t.best(), t.baseline) {
-            (Some(b), Some(base)) => b.min(base),
-            (b, base) => b.or(base)?,
-        };
-        shipped += t.weight * best;
+        shipped += t.weight * t.shipped()?;
         unscheduled = unscheduled.zip(t.baseline).map(|(sum, base)| sum + t.weight * base);
     }
     let mut line = format!("all {} tasks, weight x best summed: {}", tasks.len(), format_objective(kind, shipped));

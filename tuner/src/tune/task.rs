@@ -196,6 +196,16 @@ impl Task {
         self.elites.first().map(|s| s.objective)
     }
 
+    /// The objective of what `scaletune build` would ship for this task:
+    /// the best candidate's, or the unscheduled nest's where no candidate
+    /// beat it (or none was measured).
+    pub fn shipped(&self) -> Option<f64> {
+        match (self.best(), self.baseline) {
+            (Some(b), Some(base)) => Some(b.min(base)),
+            (b, base) => b.or(base),
+        }
+    }
+
     /// The best sample known.
     pub fn best_scored(&self) -> Option<&Scored> {
         self.elites.first()
