@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{crafted_built, scale_add_c, target, trace, workload};
+use common::{crafted_built, crafted_built_seeded, scale_add_c, target, trace, workload};
 use scaletune_codegen::target::Target;
 use scaletune_measure::emulation::plugin::plugin_library;
 use scaletune_measure::{
@@ -493,5 +493,29 @@ fn int8_sme_kernels_are_judged_past_qemus_smopa_defect() {
     for m in runner.measure_all(&f32_kernel, &vls) {
         instructions(&m);
         assert!(m.message.is_empty(), "VL {}: {}", m.vl_bits, m.message);
+    }
+}
+
+#[test]
+fn a_harness_linked_again_for_another_vl_keeps_the_inputs_of_the_candidates_seed() {
+    // A kernel that is right only on the inputs of seed 7: at a VL outside
+    // neoverse-v1's own, the runner links a second harness, which must run
+    // it on the same inputs.
+    let (w, t) = (workload("scale_add:N=64"), target("neoverse-v1"));
+    let a0 = scaletune_space::data::make_args(&w, 7)[0].get(0) as f32;
+    let bits = a0.to_bits();
+    let source = format!(
+        "#include <string.h>\n{}",
+        scale_add_c(64, &format!("{{ unsigned u; memcpy(&u, &a[0], 4); if (u != {bits}u) y[0] += 1.0f; }}"))
+    );
+    let built = crafted_built_seeded(0, &w, &t, &source, TIMEOUT, 7);
+    let ms = QemuRunner::new().measure_all(&built, &[256, 512]);
+    for m in &ms {
+        assert_eq!(m.status, Status::Ok, "VL {}: {}", m.vl_bits, m.message);
+    }
+    let other_seed = crafted_built_seeded(1, &w, &t, &source, TIMEOUT, 8);
+    let ms = QemuRunner::new().measure_all(&other_seed, &[256, 512]);
+    for m in &ms {
+        assert_eq!(m.status, Status::WrongResult, "VL {}: {}", m.vl_bits, m.message);
     }
 }

@@ -238,6 +238,7 @@ pub struct Harness {
     workload: Workload,
     target: Target,
     vl_bits: Vec<u32>,
+    seed: u64,
     timeout: Duration,
     dir: WorkDir,
     executable: PathBuf,
@@ -315,6 +316,7 @@ impl Harness {
             workload: req.workload.clone(),
             target: req.target.clone(),
             vl_bits,
+            seed: req.seed,
             timeout: req.timeout,
             dir,
             executable,
@@ -363,6 +365,11 @@ impl Harness {
     /// The workload the kernel computes.
     pub fn workload(&self) -> &Workload {
         &self.workload
+    }
+
+    /// The seed the inputs (and so the reference) were made from.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// The timeout of one run unless [`RunOptions::timeout`] overrides it.

@@ -367,7 +367,8 @@ impl QemuRunner {
     }
 }
 
-/// A harness for `built`'s kernel object, linked again for `target` (with the same extra libraries).
+/// A harness for `built`'s kernel object, linked again for `target` (with
+/// the same extra libraries, inputs and, where it has one, vector program).
 fn relink(built: &Built, target: &Target) -> Result<Harness, BuildError> {
     let h = &built.harness;
     let object_path = h.work_dir().join(KERNEL_OBJECT);
@@ -379,7 +380,7 @@ fn relink(built: &Built, target: &Target) -> Result<Harness, BuildError> {
         object: &object,
         symbol: &symbol,
         vl_bits: target.default_vl_bits.clone(),
-        seed: 1,
+        seed: h.seed(),
         timeout: h.timeout(),
         work_dir: None,
     };

@@ -53,6 +53,11 @@ pub fn compile_c(target: &Target, source: &str) -> Vec<u8> {
 
 /// A [`Built`] of a hand-written kernel named `kernel`.
 pub fn crafted_built(id: u64, w: &Workload, t: &Target, source: &str, timeout: Duration) -> Built {
+    crafted_built_seeded(id, w, t, source, timeout, 1)
+}
+
+/// [`crafted_built`] with inputs made from `seed`.
+pub fn crafted_built_seeded(id: u64, w: &Workload, t: &Target, source: &str, timeout: Duration, seed: u64) -> Built {
     let object = compile_c(t, source);
     let req = CheckRequest {
         workload: w,
@@ -60,7 +65,7 @@ pub fn crafted_built(id: u64, w: &Workload, t: &Target, source: &str, timeout: D
         object: &object,
         symbol: "kernel",
         vl_bits: vec![],
-        seed: 1,
+        seed,
         timeout,
         work_dir: None,
     };
