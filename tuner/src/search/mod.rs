@@ -42,11 +42,11 @@ impl StrategyKind {
         }
     }
 
-    /// A new strategy of this kind.
-    pub fn build(self) -> Box<dyn SearchStrategy> {
+    /// A new strategy of this kind, for a job minimizing `objective`.
+    pub fn build(self, objective: crate::tune::objective::ObjectiveKind) -> Box<dyn SearchStrategy> {
         match self {
             StrategyKind::Random => Box::new(random::Random),
-            StrategyKind::Evolutionary => Box::new(evolutionary::Evolutionary::default()),
+            StrategyKind::Evolutionary => Box::new(evolutionary::Evolutionary::for_objective(objective)),
         }
     }
 }

@@ -114,7 +114,7 @@ impl<'a> Loop<'a> {
             farm,
             runner,
             objective: &cfg.objective,
-            strategy: cfg.strategy.build(),
+            strategy: cfg.strategy.build(cfg.objective.kind),
             seed: cfg.seed,
             trials: cfg.trials,
             time_limit: None,
