@@ -110,8 +110,8 @@ impl Evolutionary {
     /// The default search for a job minimizing `objective`: a first
     /// proposal by [`estimated_instructions`] for measured time only. On
     /// matmul 512^3 on an AVX-512 Zen 5 (five cold starts, time), it took
-    /// the median run to within 5 % of the best at trial 2 instead of about
-    /// 25; under QEMU (matmul 127x255x63 on neoverse-v1, estimated cycles,
+    /// the median run to within 5 % of the best at trial 2 instead of 23
+    /// to 33; under QEMU (matmul 127x255x63 on neoverse-v1, estimated cycles,
     /// six seeds) its first batches were better too, but they led the
     /// search to a lineage 17 % short of the best whose neighbourhood the
     /// local search then worked for dozens of trials, and the median run
@@ -408,11 +408,11 @@ pub const FIRST_POOL_PER_PLACE: usize = 16;
 /// design-space traces ([`spread_samples`]): `by_estimate`, from a pool of
 /// [`FIRST_POOL_PER_PLACE`] per place left, those with the fewest [`estimated_instructions`]
 /// ([`first_picks`]: the fewest of all for half the places, then the
-/// fewest of each trace not picked yet). Ranked by nothing, the first
-/// batch of matmul 512^3 on an AVX-512 Zen 5 held one candidate within
-/// 5 % of the best in a few cold starts of ten; ranked by the estimate,
-/// the 16 with the fewest of 597 random samples held the fastest of them.
-/// Returns the proposal and the number of samples lowered to rank it.
+/// fewest of each trace not picked yet). On matmul 512^3 on an AVX-512
+/// Zen 5, the first batch as drawn held no candidate within 5 % of the
+/// best in three cold starts; ranked by the estimate, it did in four of
+/// five. Returns the proposal and the number of samples lowered to rank
+/// it.
 fn first_proposal(
     task: &Task,
     n: usize,
@@ -446,10 +446,11 @@ fn first_proposal(
 /// Up to `n` of `ranked` (pool indices, fewest estimated instructions
 /// first; `families[i]` is sample `i`'s design-space trace): the first
 /// `⌈n/2⌉`, then the first of each trace not picked yet, then the next
-/// ones, in rank order. Half the places bet on the estimate across traces,
-/// where it knows least (a packed panel costs instructions and saves cache
-/// misses it cannot see); the rest give the model its first look at the
-/// other traces, each by its best-estimated draw.
+/// ones, in rank order. Half the places trust the estimate across
+/// traces; the rest hedge, as it cannot see what a trace's structure buys
+/// besides instructions (a packed panel spends some to save cache misses),
+/// and give the model its first look at the other traces, each by its
+/// best-estimated draw.
 fn first_picks(ranked: &[usize], families: &[usize], n: usize) -> Vec<usize> {
     let mut picked: Vec<usize> = ranked.iter().copied().take(n.div_ceil(2)).collect();
     let mut traces: FxHashSet<usize> = picked.iter().map(|&i| families[i]).collect();
