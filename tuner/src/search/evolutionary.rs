@@ -452,16 +452,8 @@ fn first_proposal(
 /// and give the model its first look at the other traces, each by its
 /// best-estimated draw.
 fn first_picks(ranked: &[usize], families: &[usize], n: usize) -> Vec<usize> {
-    let mut picked: Vec<usize> = ranked.iter().copied().take(n.div_ceil(2)).collect();
-    let mut traces: FxHashSet<usize> = picked.iter().map(|&i| families[i]).collect();
-    for &i in ranked {
-        if picked.len() >= n {
-            break;
-        }
-        if !picked.contains(&i) && traces.insert(families[i]) {
-            picked.push(i);
-        }
-    }
+    let mut picked = frontier_picks(ranked, families, n.div_ceil(2), 1);
+    picked.truncate(n);
     for &i in ranked {
         if picked.len() >= n {
             break;
