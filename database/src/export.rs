@@ -1,8 +1,9 @@
 //! Export and import as JSON lines: every record self-contained (its workload, target and job with it), for merging databases from several machines.
 
 use crate::jobs::{job_from_row, Job, JOB_COLUMNS};
-use crate::records::{insert_in, NewRecord, Record, Remeasurement};
+use crate::records::{insert_in, NewRecord, Placed, Record, Remeasurement};
 use crate::remeasure::{load_runs, store_runs};
+use crate::supersede::{merge_history, merge_import, Superseded};
 use crate::{hash_text, Database, DbError};
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,11 @@ struct Line {
     /// import; the job of any other run is not carried across databases.
     #[serde(default)]
     remeasured: Vec<Remeasurement>,
+    /// The record's earlier measurements of other code (absent in exports
+    /// of schema version 3 and older). As with re-measurements, only the
+    /// record's own job is carried across databases.
+    #[serde(default)]
+    superseded: Vec<Superseded>,
 }
 
 /// What an import did.
@@ -34,8 +40,11 @@ struct Line {
 pub struct ImportStats {
     /// Records added.
     pub inserted: usize,
-    /// Records already present (same key), skipped.
+    /// Records already present (same key and code, or code not known), skipped.
     pub duplicates: usize,
+    /// Records present with a measurement of other code: the newer
+    /// measurement is the record's, the older in its history.
+    pub other_code: usize,
 }
 
 impl Database {
@@ -82,6 +91,7 @@ impl Database {
                 created_at: r.created_at.clone(),
                 record: r.data.clone(),
                 remeasured: r.remeasured.clone(),
+                superseded: r.superseded.clone(),
             };
             serde_json::to_writer(&mut *out, &line).map_err(|e| io(e.into()))?;
             out.write_all(b"\n").map_err(io)?;
@@ -90,8 +100,10 @@ impl Database {
     }
 
     /// Imports what [`Database::export_jsonl`] wrote, in one transaction:
-    /// every line or none. Records already present are skipped; jobs are
-    /// matched by their arguments and start time.
+    /// every line or none. Records already present are skipped, unless
+    /// they measured other code (both codes known and different): then the
+    /// newer measurement is the record's and the older goes to its history.
+    /// Jobs are matched by their arguments and start time.
     pub fn import_jsonl(&self, input: impl BufRead) -> Result<ImportStats, DbError> {
         let mut lines = Vec::new();
         for (i, line) in input.lines().enumerate() {
@@ -165,13 +177,23 @@ impl Database {
                 };
                 let rec = NewRecord { job_id, workload_id, target_id, ..l.record.clone() };
                 let ins = insert_in(tx, &rec, Some(&l.created_at))?;
-                if !l.remeasured.is_empty() {
-                    merge_remeasured(tx, self.path(), ins.id, l.record.job_id, job_id, &l.remeasured)?;
+                let own_job = |j: Option<i64>| if j.is_some() && j == l.record.job_id { job_id } else { None };
+                let runs: Vec<Remeasurement> =
+                    l.remeasured.iter().map(|r| Remeasurement { job_id: own_job(r.job_id), ..r.clone() }).collect();
+                let placed = match ins.placed {
+                    Placed::Kept => merge_import(tx, self.path(), ins.id, &rec, &l.created_at, &runs)?,
+                    p => p,
+                };
+                if placed != Placed::History && !runs.is_empty() {
+                    merge_remeasured(tx, self.path(), ins.id, &runs)?;
                 }
-                if ins.existed {
-                    stats.duplicates += 1;
-                } else {
-                    stats.inserted += 1;
+                let history: Vec<Superseded> =
+                    l.superseded.iter().map(|h| Superseded { job_id: own_job(h.job_id), ..h.clone() }).collect();
+                merge_history(tx, self.path(), ins.id, &history)?;
+                match placed {
+                    Placed::New => stats.inserted += 1,
+                    Placed::Kept => stats.duplicates += 1,
+                    Placed::Replaced | Placed::History => stats.other_code += 1,
                 }
             }
             Ok(stats)
@@ -180,15 +202,13 @@ impl Database {
 }
 
 /// Adds imported re-measurements to record `id`, skipping runs it already
-/// has (same time, status, objective and metrics), and recomputes its confirmed objective.
-/// `from_job` is the record's job in the exporting database, `to_job` the
-/// same job here.
+/// has (same time, status, objective and metrics), and recomputes its
+/// confirmed objective. Their jobs are already this database's (see
+/// [`Database::import_jsonl`]).
 fn merge_remeasured(
     tx: &rusqlite::Transaction<'_>,
     file: &std::path::Path,
     id: i64,
-    from_job: Option<i64>,
-    to_job: Option<i64>,
     runs: &[Remeasurement],
 ) -> Result<(), DbError> {
     let Some((first, mut have)) = load_runs(tx, file, id)? else { return Ok(()) };
@@ -200,8 +220,7 @@ fn merge_remeasured(
         if have.iter().any(same) {
             continue;
         }
-        let job_id = if run.job_id.is_some() && run.job_id == from_job { to_job } else { None };
-        have.push(Remeasurement { job_id, ..run.clone() });
+        have.push(run.clone());
     }
     if have.len() > before {
         have.sort_by(|a, b| a.at.cmp(&b.at));

@@ -2,7 +2,10 @@
 //!
 //! Every measured candidate is a record, committed as soon as it arrives, and
 //! unique per (workload, target, trace, vector-length set, runner): a
-//! candidate measured once is never measured again, by any job or process.
+//! candidate measured once is never measured again, by any job or process,
+//! unless it now builds other code than its record measured (each record
+//! keeps the identity of its code; see the `supersede` module, which keeps
+//! the earlier measurement in the record's history).
 //! [`Database::open`] refuses, and leaves byte for byte untouched, a file
 //! that is not SQLite, a corrupt one, another application's database, or one
 //! written by a newer scaletune.
@@ -22,6 +25,7 @@ mod queries;
 mod records;
 mod remeasure;
 mod schema;
+mod supersede;
 
 pub use baselines::{Baseline, NewBaseline};
 pub use check::CheckReport;
@@ -31,9 +35,10 @@ pub use export::ImportStats;
 pub use jobs::{Job, JobStatus, NewJob};
 pub use open::{default_path, DB_ENV};
 pub use queries::{RecordFilter, Stats, TaskCount};
-pub use records::{Inserted, NewRecord, Record, RecordKey, Remeasurement};
+pub use records::{Inserted, NewRecord, Placed, Record, RecordKey, Remeasurement};
 pub use remeasure::{NewRemeasurement, DISQUALIFYING};
 pub use schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
+pub use supersede::Superseded;
 
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};

@@ -48,6 +48,13 @@ pub struct NewRecord {
     /// (`None` when no model was trained, and for records of schema version 1).
     #[serde(default)]
     pub predicted: Option<f64>,
+    /// The identity of the code measured (the SHA-256 of the candidate's
+    /// kernel objects, `scaletune_measure::builder::code_identity`); `None`
+    /// where it is not known: the build failed, or the record was written
+    /// by schema version 3 or older. A measurement of other code for the
+    /// same key supersedes this one ([`Database::insert_record`]).
+    #[serde(default)]
+    pub code: Option<String>,
 }
 
 /// A stored record.
@@ -73,6 +80,10 @@ pub struct Record {
     /// re-measurement that has one; `None` if never re-measured.
     #[serde(default)]
     pub confirmed: Option<f64>,
+    /// Earlier measurements of the candidate on code it no longer builds
+    /// (kept when a measurement of other code took their place), oldest first.
+    #[serde(default)]
+    pub superseded: Vec<crate::supersede::Superseded>,
 }
 
 impl Record {
@@ -125,13 +136,32 @@ pub struct RecordKey {
 pub struct Inserted {
     /// The record's id.
     pub id: i64,
-    /// True if a record with the same key existed (it was kept, not overwritten).
+    /// True if a record with the same key existed.
     pub existed: bool,
+    /// What became of the measurement inserted.
+    pub placed: Placed,
+}
+
+/// Where an inserted measurement went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placed {
+    /// A new record.
+    New,
+    /// Nowhere: the record with its key keeps its measurement (an insert,
+    /// or an import of the same code).
+    Kept,
+    /// It took the place of the record's measurement, which is kept in
+    /// the record's [`Record::superseded`] history
+    /// ([`Database::replace_record`], or an import of other code, newer).
+    Replaced,
+    /// Into the record's history: an import of other code than the
+    /// record's, older than the record's measurement.
+    History,
 }
 
 pub(crate) const RECORD_COLUMNS: &str = "r.id, w.hash, t.hash, t.name, r.created_at, r.job_id, r.workload_id, \
     r.target_id, r.trial_idx, r.space_trace, r.trace, r.trace_hash, r.runner, r.vl_set, r.status, r.message, \
-    r.metrics, r.objective, r.objective_kind, r.build_s, r.run_s, r.vector_kind, r.predicted, r.remeasured, r.confirmed";
+    r.metrics, r.objective, r.objective_kind, r.build_s, r.run_s, r.vector_kind, r.predicted, r.remeasured, r.confirmed, r.code, r.superseded";
 
 pub(crate) const RECORD_FROM: &str =
     "records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id";
@@ -185,38 +215,47 @@ pub(crate) fn record_from_row(r: &Row<'_>) -> rusqlite::Result<Record> {
             run_s: r.get(20)?,
             vector_kind: r.get(21)?,
             predicted: r.get(22)?,
+            code: r.get(25)?,
         },
-        remeasured: {
-            let text: Option<String> = r.get(23)?;
-            match text {
-                None => Vec::new(),
-                Some(t) => serde_json::from_str(&t).map_err(|e| {
-                    let id: i64 = r.get(0).unwrap_or(0);
-                    rusqlite::Error::FromSqlConversionFailure(
-                        23,
-                        rusqlite::types::Type::Text,
-                        Box::new(UnreadableRuns(format!("record {id} has unreadable re-measurements: {e}"))),
-                    )
-                })?,
-            }
-        },
+        remeasured: json_column(r, 23, "re-measurements")?,
         confirmed: r.get(24)?,
+        superseded: json_column(r, 26, "superseded measurements")?,
     })
 }
 
+/// A JSON list column of a record (`NULL`: empty); one that does not parse
+/// is an error naming the record and `what` the column holds.
+fn json_column<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize, what: &str) -> rusqlite::Result<Vec<T>> {
+    let text: Option<String> = r.get(idx)?;
+    match text {
+        None => Ok(Vec::new()),
+        Some(t) => serde_json::from_str(&t).map_err(|e| {
+            let id: i64 = r.get(0).unwrap_or(0);
+            rusqlite::Error::FromSqlConversionFailure(
+                idx,
+                rusqlite::types::Type::Text,
+                Box::new(UnreadableRuns(format!("record {id} has unreadable {what}: {e}"))),
+            )
+        }),
+    }
+}
+
+/// Inserts `rec` (made at `created_at`, else now); a record with its key
+/// is left as it is (`Placed::Kept`).
 pub(crate) fn insert_in(
     tx: &rusqlite::Transaction<'_>,
     rec: &NewRecord,
     created_at: Option<&str>,
 ) -> Result<Inserted, DbError> {
     let created = match created_at {
-        Some(_) => "?19".to_string(),
+        Some(_) => "?20".to_string(),
         None => crate::jobs::NOW.to_string(),
     };
     let sql = format!(
         "INSERT INTO records (job_id, workload_id, target_id, trial_idx, space_trace, trace, trace_hash, runner, \
-         vl_set, status, message, metrics, objective, objective_kind, build_s, run_s, vector_kind, predicted, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, {created}) \
+         vl_set, status, message, metrics, objective, objective_kind, build_s, run_s, vector_kind, predicted, code, \
+         created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, {created}) \
          ON CONFLICT(workload_id, target_id, trace_hash, vl_set, runner) DO NOTHING"
     );
     let mut params: Vec<&dyn rusqlite::ToSql> = vec![
@@ -238,6 +277,7 @@ pub(crate) fn insert_in(
         &rec.run_s,
         &rec.vector_kind,
         &rec.predicted,
+        &rec.code,
     ];
     if let Some(c) = &created_at {
         params.push(c);
@@ -248,12 +288,15 @@ pub(crate) fn insert_in(
         (rec.workload_id, rec.target_id, &rec.trace_hash, &rec.vl_set, &rec.runner),
         |r| r.get(0),
     )?;
-    Ok(Inserted { id, existed: changed == 0 })
+    let (existed, placed) = if changed == 1 { (false, Placed::New) } else { (true, Placed::Kept) };
+    Ok(Inserted { id, existed, placed })
 }
 
 impl Database {
     /// Inserts a record and commits it at once. A record with the same key
-    /// is kept as it is and its id returned (`existed`).
+    /// is kept as it is and its id returned (`existed`); to replace the
+    /// measurement of a record whose code the candidate no longer builds,
+    /// see [`Database::replace_record`].
     pub fn insert_record(&self, rec: &NewRecord) -> Result<Inserted, DbError> {
         self.write(|tx| insert_in(tx, rec, None))
     }

@@ -83,6 +83,11 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE records ADD COLUMN confirmed REAL;
     DROP INDEX records_best;
     CREATE INDEX records_best ON records (workload_id, target_id, status, objective, confirmed);",
+    // 4: the identity of the code each record measured (the hash of its
+    // kernel objects), and the earlier measurements of a record whose
+    // candidate was measured again on other code, as JSON.
+    "ALTER TABLE records ADD COLUMN code TEXT;
+    ALTER TABLE records ADD COLUMN superseded TEXT;",
 ];
 
 /// The schema version this build writes.

@@ -1,7 +1,7 @@
 //! The tuning database on real files: records, dedup, queries, jobs, export/import, concurrency, durability and refusals.
 
 use scaletune_database::{
-    hash_text, Database, DbError, JobStatus, NewJob, NewRecord, NewRemeasurement, RecordFilter, RecordKey,
+    hash_text, Database, DbError, JobStatus, NewJob, NewRecord, NewRemeasurement, Placed, RecordFilter, RecordKey,
     APPLICATION_ID, SCHEMA_VERSION,
 };
 use std::path::Path;
@@ -28,6 +28,7 @@ fn record(db: &Database, job: Option<i64>, trace: &str, objective: Option<f64>, 
         run_s: 0.25,
         vector_kind: Some("SVE-VLA".into()),
         predicted: objective.map(|o| o * 1.5),
+        code: Some(format!("code of {trace}")),
     }
 }
 
@@ -255,6 +256,99 @@ fn a_record_that_fails_a_re_measurement_leaves_the_winners_and_keeps_every_run()
     assert_eq!(best(&other), ["slow"]);
 }
 
+/// A candidate measured again because it now builds other code: the new
+/// measurement is the record's, the earlier one (with its re-measurements)
+/// stays in the record's history, and imports merge by the same rule, the
+/// newer measurement first.
+#[test]
+fn a_measurement_of_other_code_takes_the_records_place_and_keeps_the_earlier_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tick = || std::thread::sleep(std::time::Duration::from_millis(5));
+    let (src, dst, later) = (
+        Database::open(&dir.path().join("a.db")).expect("opens"),
+        Database::open(&dir.path().join("b.db")).expect("opens"),
+        Database::open(&dir.path().join("c.db")).expect("opens"),
+    );
+    let old = |db: &Database, code: &str, objective: f64| NewRecord {
+        code: Some(code.into()),
+        ..record(db, None, "t", Some(objective), "256")
+    };
+    // The destination measured the old code first.
+    let dst_own = dst.insert_record(&old(&dst, "old", 3.0)).expect("inserts").id;
+    tick();
+    let (j1, j2) = (job(&src), job(&src));
+    let first = src.insert_record(&NewRecord { job_id: Some(j1), ..old(&src, "old", 1.0) }).expect("inserts");
+    let run = NewRemeasurement { job_id: Some(j1), status: "ok", metrics: "[]", objective: Some(1.2) };
+    src.remeasure(first.id, &run).expect("remeasures");
+    tick();
+    let again = NewRecord { job_id: Some(j2), trial_idx: 4, ..old(&src, "new", 2.0) };
+    // A plain insert keeps what is there; a replacement takes its place.
+    assert_eq!(src.insert_record(&again).expect("inserts").placed, Placed::Kept);
+    let ins = src.replace_record(&again).expect("replaces");
+    assert_eq!((ins.id, ins.existed, ins.placed), (first.id, true, Placed::Replaced));
+    let r = src.record(first.id).expect("reads").expect("exists");
+    assert_eq!(r.data, again);
+    assert_eq!((r.remeasured.len(), r.confirmed), (0, None));
+    assert_eq!(
+        r.superseded
+            .iter()
+            .map(|h| (h.code.as_deref(), h.objective, h.job_id, h.remeasured.len(), h.confirmed))
+            .collect::<Vec<_>>(),
+        [(Some("old"), Some(1.0), Some(j1), 1, Some(1.1))]
+    );
+    assert!(r.superseded[0].created_at < r.created_at);
+    assert_eq!(src.job_history(j2).expect("history").iter().map(|h| h.id).collect::<Vec<_>>(), [first.id]);
+    assert!(src.job_history(j1).expect("history").is_empty(), "the record now is job {j2}'s");
+    let w = r.workload_hash.clone();
+    let best: Vec<Option<f64>> = src
+        .best_k(&w, &r.target_hash, 5, &RecordFilter::default())
+        .expect("best")
+        .iter()
+        .map(|b| b.objective)
+        .collect();
+    assert_eq!(best, [Some(2.0)]);
+    // A key not measured yet is simply inserted.
+    let fresh = src.replace_record(&record(&src, None, "u", Some(1.0), "256")).expect("inserts");
+    assert_eq!((fresh.existed, fresh.placed), (false, Placed::New));
+    assert!(src.check().expect("checks").ok());
+
+    // The newer measurement of other code replaces the destination's own,
+    // which joins the imported history; importing again changes nothing.
+    let mut bytes = Vec::new();
+    src.export_jsonl(&mut bytes).expect("exports");
+    tick();
+    let later_own = later.insert_record(&old(&later, "newest", 0.5)).expect("inserts").id;
+    let stats = dst.import_jsonl(bytes.as_slice()).expect("imports");
+    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (1, 0, 1));
+    let histories = |db: &Database, id: i64| {
+        let r = db.record(id).expect("reads").expect("exists");
+        let h: Vec<(Option<String>, Option<f64>)> =
+            r.superseded.iter().map(|h| (h.code.clone(), h.objective)).collect();
+        (r.code.clone(), r.objective, h)
+    };
+    let expected = (
+        Some("new".to_string()),
+        Some(2.0),
+        vec![(Some("old".to_string()), Some(3.0)), (Some("old".to_string()), Some(1.0))],
+    );
+    assert_eq!(histories(&dst, dst_own), expected);
+    let stats = dst.import_jsonl(bytes.as_slice()).expect("imports");
+    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (0, 2, 0));
+    assert_eq!(histories(&dst, dst_own), expected);
+    // Into a database that measured newer code since, the import is history.
+    let stats = later.import_jsonl(bytes.as_slice()).expect("imports");
+    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (1, 0, 1));
+    assert_eq!(
+        histories(&later, later_own),
+        (
+            Some("newest".to_string()),
+            Some(0.5),
+            vec![(Some("old".to_string()), Some(1.0)), (Some("new".to_string()), Some(2.0))]
+        )
+    );
+    assert!(dst.check().expect("checks").ok() && later.check().expect("checks").ok());
+}
+
 #[test]
 fn concurrent_writers_lose_nothing_and_never_see_a_locked_database() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -297,7 +391,7 @@ fn a_record_is_durable_the_moment_it_is_inserted() {
 }
 
 #[test]
-fn a_record_with_unreadable_re_measurements_is_named_by_reads_and_by_check() {
+fn a_record_with_unreadable_re_measurements_or_history_is_named_by_reads_and_by_check() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.db");
     let db = Database::open(&path).expect("opens");
@@ -322,11 +416,28 @@ fn a_record_with_unreadable_re_measurements_is_named_by_reads_and_by_check() {
     let report = db.check().expect("checks");
     assert!(!report.ok());
     assert_eq!(report.unreadable_runs, [id]);
+    assert!(report.unreadable_history.is_empty());
+    // A damaged history is named the same way, and by check on its own line.
+    let other = db.insert_record(&record(&db, Some(j), "u", Some(1.0), "256")).expect("inserts").id;
+    drop(db);
+    let raw = rusqlite::Connection::open(&path).expect("opens");
+    raw.execute("UPDATE records SET superseded = '[1]' WHERE id = ?1", [other]).expect("damages");
+    drop(raw);
+    let db = Database::open(&path).expect("opens");
+    let err = db.record(other).expect_err("refused").to_string().replace(&file, "<db>");
+    assert!(
+        err.starts_with(&format!(
+            "<db> is not a usable SQLite database (record {other} has unreadable superseded measurements: "
+        )),
+        "{err}"
+    );
+    let report = db.check().expect("checks");
+    assert_eq!((report.unreadable_runs.clone(), report.unreadable_history.clone()), (vec![id], vec![other]));
     assert_eq!(
         report.to_string(),
         format!(
             "integrity: ok\nforeign keys: ok\nre-measurements: unreadable in record(s) {id}\n\
-             schema version: {SCHEMA_VERSION} (this scaletune: {SCHEMA_VERSION})\napplication id: {APPLICATION_ID:#x}\nverdict: PROBLEMS"
+             superseded measurements: unreadable in record(s) {other}\nschema version: {SCHEMA_VERSION} (this scaletune: {SCHEMA_VERSION})\napplication id: {APPLICATION_ID:#x}\nverdict: PROBLEMS"
         )
     );
 }

@@ -1,4 +1,4 @@
-//! Schema migrations from every released version: databases written by schema versions 1 and 2 open with the current code with their data intact, and exports of version 1 still import.
+//! Schema migrations from every released version: databases written by schema versions 1, 2 and 3 open with the current code with their data intact, and exports of version 1 still import.
 
 use scaletune_database::{hash_text, Database, NewBaseline, MIGRATIONS, SCHEMA_VERSION};
 use std::path::Path;
@@ -8,12 +8,15 @@ use std::path::Path;
 const V1_SQL: &str = include_str!("fixtures/schema_v1.sql");
 /// Migration 2 as released.
 const V2_SQL: &str = include_str!("fixtures/schema_v2.sql");
+/// Migration 3 as released.
+const V3_SQL: &str = include_str!("fixtures/schema_v3.sql");
 
 #[test]
 fn the_released_migrations_are_unchanged() {
     assert_eq!(MIGRATIONS[0], V1_SQL);
     assert_eq!(MIGRATIONS[1], V2_SQL);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(MIGRATIONS[2], V3_SQL);
+    assert_eq!(SCHEMA_VERSION, 4);
 }
 
 /// A database as scaletune with schema version 1 wrote it: a job, a
@@ -99,7 +102,7 @@ fn a_version_2_database_migrates_with_its_records_unconfirmed_and_takes_remeasur
     let db = Database::open(&path).expect("opens and migrates");
     let report = db.check().expect("checks");
     assert!(report.ok(), "{report}");
-    assert_eq!(report.schema_version, 3);
+    assert_eq!(report.schema_version, SCHEMA_VERSION);
     let records = db.all_records().expect("records");
     let seen: Vec<_> = records
         .iter()
@@ -187,6 +190,7 @@ fn exports_carry_the_new_fields_and_version_1_exports_still_import() {
         run_s: 0.2,
         vector_kind: Some("SVE-VLA".into()),
         predicted: Some(900.0),
+        code: Some("c0de".into()),
     };
     src.insert_record(&rec).expect("inserts");
     let mut bytes = Vec::new();
@@ -205,8 +209,56 @@ fn exports_carry_the_new_fields_and_version_1_exports_still_import() {
     assert_eq!(stats.inserted, 1);
     let old = dst.all_records().expect("records").pop().expect("the v1 record");
     assert_eq!(
-        (old.trace.as_str(), old.objective, old.vector_kind.clone(), old.predicted),
-        ("", Some(0.004), None, None)
+        (old.trace.as_str(), old.objective, old.vector_kind.clone(), old.predicted, old.code.clone()),
+        ("", Some(0.004), None, None, None)
     );
+    assert!(old.superseded.is_empty());
     assert_eq!(dst.workload(old.workload_id).expect("workload").expect("exists").flops, None);
+}
+
+#[test]
+fn a_version_3_database_migrates_with_its_re_measurements_and_codes_unknown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v3.db");
+    write_v1(&path);
+    {
+        let c = rusqlite::Connection::open(&path).expect("opens");
+        c.execute_batch(V2_SQL).expect("v2 schema");
+        c.execute_batch(V3_SQL).expect("v3 schema");
+        c.pragma_update(None, "user_version", 3).expect("version");
+        c.execute_batch(
+            "UPDATE records SET remeasured = '[{\"job_id\":1,\"status\":\"ok\",\"metrics\":\"[]\",\"objective\":0.002,\"at\":\"2024-01-02T03:05:00.000Z\"}]', \
+             confirmed = 1.5e-3 WHERE trace = 'split(a)'",
+        )
+        .expect("v3 columns");
+    }
+    let db = Database::open(&path).expect("opens and migrates");
+    let report = db.check().expect("checks");
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.schema_version, SCHEMA_VERSION);
+    let records = db.all_records().expect("records");
+    let seen: Vec<_> = records
+        .iter()
+        .map(|r| (r.trace.as_str(), r.remeasured.len(), r.confirmed, r.code.clone(), r.superseded.len()))
+        .collect();
+    assert_eq!(seen, [("", 0, None, None, 0), ("split(a)", 1, Some(1.5e-3), None, 0), ("split(b)", 0, None, None, 0)]);
+    // The new columns work on the migrated file: split(a) measured again on
+    // known code takes the record's place, the old measurement in its history.
+    let again =
+        scaletune_database::NewRecord { objective: Some(3e-3), code: Some("c0de".into()), ..records[1].data.clone() };
+    let ins = db.replace_record(&again).expect("replaces");
+    assert_eq!((ins.id, ins.placed), (records[1].id, scaletune_database::Placed::Replaced));
+    let now = db.record(records[1].id).expect("reads").expect("exists");
+    assert_eq!(
+        (now.objective, now.code.as_deref(), now.remeasured.len(), now.confirmed),
+        (Some(3e-3), Some("c0de"), 0, None)
+    );
+    let old = &now.superseded[..];
+    assert_eq!(old.len(), 1);
+    assert_eq!(
+        (old[0].objective, old[0].code.clone(), old[0].remeasured.len(), old[0].confirmed),
+        (Some(1e-3), None, 1, Some(1.5e-3))
+    );
+    assert_eq!(old[0].created_at, "2024-01-02T03:04:06.000Z");
+    assert!(db.check().expect("checks").ok());
 }

@@ -206,6 +206,11 @@ pub struct Measurement {
     pub message: String,
     /// Content hash of the artifact (empty if the build failed).
     pub artifact: String,
+    /// The identity of the code measured ([`crate::builder::code_identity`]
+    /// of the candidate's objects); empty if unknown (the build failed, or
+    /// the harness was built from a hand-written kernel).
+    #[serde(default)]
+    pub code: String,
     /// Seconds spent building (scheduling, lowering, LLVM, linking).
     pub build_s: f64,
     /// One entry per requested vector length.
@@ -220,6 +225,7 @@ impl Measurement {
             status: Status::BuildError,
             message: message.into(),
             artifact: String::new(),
+            code: String::new(),
             build_s,
             runs: Vec::new(),
         }
@@ -235,7 +241,7 @@ impl Measurement {
             .or_else(|| runs.iter().find(|r| r.status != Status::Ok));
         let status = first.map_or(Status::Ok, |r| r.status);
         let message = first.map(|r| r.message.clone()).unwrap_or_default();
-        Measurement { candidate, status, message, artifact, build_s, runs }
+        Measurement { candidate, status, message, artifact, code: String::new(), build_s, runs }
     }
 }
 

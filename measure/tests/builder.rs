@@ -143,3 +143,53 @@ async fn the_pool_builds_in_parallel_and_catches_panics() {
     assert!(matches!(e, BuildError::Panic { .. }), "{e}");
     assert!(e.to_string().contains("builder bug on candidate 3"), "{e}");
 }
+
+/// The code identity a tuning database keeps with each record: the same
+/// from every compile of a candidate (cached or not, in any builder), other
+/// for other code, per vector length for fixed-length scalable code, and
+/// what the farm reports with the candidate's measurement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidates_code_identity_is_its_objects_and_the_farm_reports_it() {
+    let (w, host) = (workload("scale_add:N=203"), target("host"));
+    let c = Candidate::new(0, Arc::clone(&w), Arc::clone(&host), scale_add_traces()[1].clone());
+    let code = LlvmBuilder::new().code(&c).expect("builds");
+    assert_eq!(code.len(), 64);
+    // LLVM writes the same object again: compiled anew, and through a cache.
+    assert_eq!(LlvmBuilder::new().code(&c).expect("builds"), code);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cached = LlvmBuilder::new().with_cache(ArtifactCache::new(dir.path()).expect("cache"));
+    assert_eq!(cached.code(&c).expect("builds"), code);
+    assert_eq!(cached.code(&c).expect("builds"), code);
+    assert_eq!(cached.stats().cache_hits, 1);
+    // The built harness and the farm's measurement carry it.
+    assert_eq!(LlvmBuilder::new().build(&c).expect("builds").code, code);
+    let other = Candidate::new(1, Arc::clone(&w), Arc::clone(&host), scale_add_traces()[2].clone());
+    let farm = scaletune_measure::Farm::new(
+        Arc::new(LlvmBuilder::new()),
+        1,
+        vec![Arc::new(NativeRunner::new(quick())) as Arc<dyn scaletune_measure::Runner>],
+    );
+    let report = farm.measure(vec![c.clone(), other.clone()]).await;
+    assert_eq!(report.get(0).expect("0").code, code);
+    let other_code = LlvmBuilder::new().code(&other).expect("builds");
+    assert_ne!(other_code, code, "a peeled tail is other code than a predicated one");
+    assert_eq!(report.get(1).expect("1").code, other_code);
+
+    // Fixed-length SVE measured at two lengths: one object per length, both in the identity.
+    let sve = target("neoverse-v1");
+    let vls = trace(
+        "use_vectors(\"sve\")\nb = get_block(\"Y\")\ni = get_loops(b)\ni0, i1 = split(i, factors=[None, 4*vscale])\nvectorize(i1, tail=\"predicate\")\n",
+    );
+    let at = |bits: &[u32]| {
+        let c = Candidate::new(2, Arc::clone(&w), Arc::clone(&sve), vls.clone()).with_vl_bits(bits.to_vec());
+        LlvmBuilder::new().code(&c).expect("builds")
+    };
+    let (one, two) = (at(&[128]), at(&[128, 256]));
+    assert_ne!(one, two);
+    assert_eq!(two, at(&[256, 128]), "in vector-length order");
+
+    // No object, no identity: the build's error.
+    let bad = Candidate::new(3, w, host, trace("b = get_block(\"Nope\")\n"));
+    assert!(matches!(LlvmBuilder::new().code(&bad), Err(BuildError::Schedule(_))));
+    assert_eq!(report.measurements.len(), 2);
+}

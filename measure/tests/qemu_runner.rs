@@ -479,8 +479,9 @@ fn int8_sme_kernels_are_judged_past_qemus_smopa_defect() {
     }
     let mut wrong = (*program).clone();
     swap_outer_product_operands(&mut wrong.body);
-    let Built { candidate, artifact, harness, build_s, built_for_vl } = built;
-    let built = Built { candidate, artifact, harness: harness.with_program(Arc::new(wrong)), build_s, built_for_vl };
+    let Built { candidate, artifact, code, harness, build_s, built_for_vl } = built;
+    let built =
+        Built { candidate, artifact, code, harness: harness.with_program(Arc::new(wrong)), build_s, built_for_vl };
     for m in runner.measure_all(&built, &vls) {
         assert_eq!(m.status, Status::WrongResult, "VL {}: {}", m.vl_bits, m.message);
         if qemu_wrong {

@@ -72,6 +72,7 @@ fn synthetic(path: &Path) -> Database {
             run_s: 0.1,
             vector_kind: r.kind.map(str::to_string),
             predicted: r.predicted,
+            code: None,
         })
         .expect("inserts");
     };

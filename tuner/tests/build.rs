@@ -50,6 +50,7 @@ fn insert(db: &Database, r: &Rec<'_>, target_def: Option<&str>, trace: Option<St
         run_s: 0.2,
         vector_kind: None,
         predicted: None,
+        code: None,
     })
     .expect("inserts")
     .id
@@ -191,6 +192,37 @@ fn the_best_records_become_libraries_a_header_and_rust_declarations_byte_for_byt
         .output()
         .expect("runs");
     assert!(stdout(&nm).lines().any(|l| l.ends_with(" T mm")), "{}", stdout(&nm));
+}
+
+/// A record that measured other code than this build makes from its trace
+/// (an older scaletune's) is still replayed, with a warning; one of the
+/// code this build makes is not warned about.
+#[test]
+fn a_record_of_other_code_than_this_build_makes_is_replayed_with_a_warning() {
+    let s = setup(MANIFEST);
+    let db = Database::open(&s.db).expect("opens");
+    let mm = db.record(2).expect("reads").expect("record 2");
+    let candidate = scaletune_measure::Candidate::new(
+        0,
+        std::sync::Arc::new(scaletune::pipeline::load_workload(MM).expect("workload")),
+        std::sync::Arc::new(Target::load("neoverse-v1").expect("target")),
+        scaletune_space::trace::parse_trace(&mm.trace).expect("parses"),
+    )
+    .with_vl_bits(vec![256]);
+    let now = scaletune_measure::LlvmBuilder::new().code(&candidate).expect("builds");
+    db.replace_record(&NewRecord { code: Some(now), ..mm.data.clone() }).expect("replaces");
+    let axpy = db.record(5).expect("reads").expect("record 5");
+    db.replace_record(&NewRecord { code: Some("old-code".into()), ..axpy.data.clone() }).expect("replaces");
+    drop(db);
+    let o = build(&s, &s.dir.join("out"), &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).replace(s.db.to_str().expect("utf-8"), "DB");
+    expect![[r#"
+        warning: kernel `axpy_1k`: record 5 measured other code than this scaletune builds from its trace, so its figure may not hold: tune axpy:N=1000 on host again to measure it anew
+        warning: kernel `gather_rows`: no usable record of paged_read:P=100,PAGES=8192,V=8 on host in DB; built with the default schedule
+    "#]]
+    .assert_eq(&err);
+    assert!(stdout(&o).starts_with("mm (neoverse-v1): record 2,"), "{}", stdout(&o));
 }
 
 #[test]

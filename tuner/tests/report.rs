@@ -141,6 +141,7 @@ fn bad_report_requests_are_refused_clearly() {
         run_s: 0.0,
         vector_kind: Some("scalar".into()),
         predicted: None,
+        code: None,
     })
     .expect("inserts");
     let file = dir.path().join("a-file");

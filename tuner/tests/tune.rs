@@ -272,3 +272,96 @@ fn a_file_that_is_not_a_tuning_database_is_refused_and_left_alone() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("missing.db does not exist"), "{}", text(&o));
 }
+
+/// Records of code this build no longer makes (here: a database exported
+/// and changed as an older scaletune would have left it) are checked when
+/// a job starts, measured again first, and keep their earlier measurement
+/// in their history; a job after that finds nothing to measure again.
+#[test]
+fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_earlier_measurement() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, _) = random_job(dir.path());
+    let exported = scaletune(&["db", "export", "--db", a.to_str().expect("utf-8")]);
+    assert!(exported.status.success(), "{}", text(&exported));
+    let mut lines: Vec<serde_json::Value> =
+        stdout(&exported).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(lines.len(), 8);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["record"]["code"].as_str().is_some_and(|c| c.len() == 64)
+                || l["record"]["status"] == "build_error")
+    );
+    let trace = |l: &serde_json::Value| l["record"]["trace"].as_str().expect("trace").to_string();
+    let mut ok: Vec<&mut serde_json::Value> = lines
+        .iter_mut()
+        .filter(|l| l["record"]["status"] == "ok" && !l["record"]["trace"].as_str().expect("trace").is_empty())
+        .collect();
+    assert!(ok.len() >= 2, "two scheduled candidates passed");
+    ok.sort_by(|x, y| {
+        x["record"]["objective"].as_f64().partial_cmp(&y["record"]["objective"].as_f64()).expect("numbers")
+    });
+    // The best measured other code (and a figure it does not have now); another crashed on old code.
+    ok[0]["record"]["code"] = "old-code".into();
+    ok[0]["record"]["objective"] = 1e-9.into();
+    let best = trace(ok[0]);
+    ok[1]["record"]["code"] = "old-code".into();
+    ok[1]["record"]["status"] = "wrong_result".into();
+    ok[1]["record"]["objective"] = serde_json::Value::Null;
+    let crashed = trace(ok[1]);
+    // The baseline was written before records kept their code.
+    let baseline = lines.iter_mut().find(|l| l["record"]["trace"] == "").expect("the baseline");
+    baseline["record"].as_object_mut().expect("object").remove("code");
+    let old_export = dir.path().join("old.jsonl");
+    std::fs::write(&old_export, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("writes");
+    let b = dir.path().join("b.db");
+    let bs = b.to_str().expect("utf-8");
+    let import = scaletune(&["db", "import", old_export.to_str().expect("utf-8"), "--db", bs]);
+    assert_eq!(stdout(&import), "imported 8 records, 0 already present\n", "{}", text(&import));
+
+    let job = tune(&b, &["--trials", "4", "--strategy", "random"]);
+    let printed = stdout(&job);
+    assert!(job.status.success(), "{}", text(&job));
+    let note =
+        printed.lines().find(|l| l.starts_with("note: 3 of the ")).unwrap_or_else(|| panic!("no note:\n{printed}"));
+    assert!(note.ends_with("records checked measured other code than this build makes (or did not record their code): they are measured again first, their earlier measurements kept"), "{note}");
+    let after = scaletune(&["db", "export", "--db", bs]);
+    let after: Vec<serde_json::Value> =
+        stdout(&after).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(after.len(), 9, "three measured again in place, one new candidate");
+    let of = |t: &str| after.iter().find(|l| l["record"]["trace"] == t).unwrap_or_else(|| panic!("no record of {t:?}"));
+    for (t, old_status) in [(best.as_str(), "ok"), (crashed.as_str(), "wrong_result"), ("", "ok")] {
+        let l = of(t);
+        assert_eq!(l["record"]["status"], "ok", "{t:?} measured again: {l}");
+        assert_eq!(l["record"]["job_id"], 2, "{l}");
+        assert!(l["record"]["code"].as_str().is_some_and(|c| c.len() == 64), "{l}");
+        let history = l["superseded"].as_array().expect("a history");
+        assert_eq!(history.len(), 1, "{l}");
+        assert_eq!(history[0]["status"], old_status, "{l}");
+        assert_eq!(history[0]["job_id"], 1, "{l}");
+    }
+    assert_eq!(of(&best)["superseded"][0]["objective"], 1e-9);
+    assert_ne!(of(&best)["record"]["objective"], 1e-9);
+    assert_eq!(of(&crashed)["superseded"][0]["code"], "old-code");
+    assert_eq!(of("")["superseded"][0]["code"], serde_json::Value::Null);
+    let check = scaletune(&["db", "check", "--db", bs]);
+    assert!(check.status.success() && stdout(&check).contains("verdict: ok"), "{}", text(&check));
+    // `show` names the code and the measurement it superseded (records
+    // keep the ids of the import, in the export's order).
+    let id = lines.iter().position(|l| trace(l) == best).expect("best") + 1;
+    let show = scaletune(&["show", &id.to_string(), "--db", bs]);
+    let shown = stdout(&show);
+    assert!(show.status.success(), "{}", text(&show));
+    let code = shown.lines().find(|l| l.starts_with("code ")).unwrap_or_else(|| panic!("no code line:\n{shown}"));
+    assert!(code.ends_with(": what this build makes from its trace"), "{code}");
+    let old = shown.lines().filter(|l| l.starts_with("superseded: ")).collect::<Vec<_>>();
+    assert_eq!(old.len(), 1, "{shown}");
+    assert!(old[0].starts_with("superseded: code old-code; status ok; objective "), "{}", old[0]);
+    assert!(old[0].contains("; job 1; "), "{}", old[0]);
+
+    // Everything checked is current now: the next job measures only new candidates.
+    let again = tune(&b, &["--trials", "4", "--strategy", "random"]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(!stdout(&again).contains("note: "), "{}", stdout(&again));
+    assert_eq!(records(&b), (13, 13));
+}

@@ -9,6 +9,7 @@
 //! belongs in codegen's up-front checks).
 
 use super::cache::{artifact_key_at_vl, ArtifactCache};
+use super::code::{code_identity, object_code};
 use super::{panic_message, BuildError, Builder, VlBuild};
 use crate::candidate::Candidate;
 use crate::harness::{CheckRequest, Harness, LinkCache};
@@ -118,6 +119,28 @@ impl LlvmBuilder {
         Ok((key, object))
     }
 
+    /// The identity of the code `c` builds now ([`code_identity`] of its
+    /// objects, compiled or taken from the cache, as [`Builder::build_all`]
+    /// makes them; nothing is linked): what a tuning database compares with
+    /// a record's to tell whether the record measured this code. An error
+    /// only if no object builds (as a farm's `build_error`).
+    pub fn code(&self, c: &Candidate) -> Result<String, BuildError> {
+        let mut objects = Vec::new();
+        let mut first_error = None;
+        for plan in pipeline::vl_builds(&c.workload, Some(&c.trace), &c.target, &c.vls()) {
+            match self.object_at(c, plan.specialize) {
+                Ok((_, object)) => objects.push((plan.built_for_vl, object_code(&object))),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match (objects.is_empty(), first_error) {
+            (true, Some(e)) => Err(e),
+            _ => Ok(code_identity(&objects)),
+        }
+    }
+
     /// The one compile pipeline (object only), with panics caught.
     fn compile(&self, c: &Candidate, specialize_vl: Option<u32>) -> Result<Vec<u8>, BuildError> {
         let opts = Options { llvm: self.options.clone(), emit: Emit::OBJECT, vl_bits: specialize_vl, symbol: None };
@@ -167,6 +190,7 @@ impl LlvmBuilder {
             None => harness,
         };
         let mut built = Built::new(c.id, artifact, harness, start.elapsed().as_secs_f64());
+        built.code = object_code(&object);
         built.built_for_vl = plan.built_for_vl;
         Ok(built)
     }

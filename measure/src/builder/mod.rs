@@ -9,11 +9,13 @@
 //! `Measurement::build_error` — never an aborted batch.
 
 mod cache;
+mod code;
 mod llvm;
 mod pool;
 mod prebuilt;
 
 pub use cache::{artifact_key, artifact_key_at_vl, executable_key, ArtifactCache, BUILD_ID};
+pub use code::{code_identity, object_code};
 pub use llvm::{BuildStats, LlvmBuilder};
 pub(crate) use pool::{BuildHook, BuildPhase};
 pub use pool::{BuildOutcome, BuilderPool};

@@ -70,6 +70,8 @@ struct Progress {
     runnable: Vec<u32>,
     runs: Vec<VlMeasurement>,
     artifact: String,
+    /// Each object's vector length and code ([`crate::builder::code_identity`]).
+    codes: Vec<(Option<u32>, String)>,
     build_s: f64,
     /// Vector lengths without a result yet.
     outstanding: usize,
@@ -173,6 +175,7 @@ impl Coordinator {
                 runnable,
                 runs,
                 artifact: String::new(),
+                codes: Vec::new(),
                 build_s: 0.0,
                 faults: 0,
             };
@@ -219,6 +222,7 @@ impl Coordinator {
                     if p.artifact.is_empty() {
                         p.artifact = built.artifact.clone();
                     }
+                    p.codes.push((built.built_for_vl, built.code.clone()));
                     if pending.is_empty() {
                         continue;
                     }
@@ -371,7 +375,9 @@ impl Coordinator {
         let Some(mut p) = self.progress.remove(&candidate) else { return };
         p.runs.sort_by_key(|m| p.vls.iter().position(|&v| v == m.vl_bits).unwrap_or(usize::MAX));
         self.log.record(candidate, EventKind::Done, None, &[]);
-        self.send(Measurement::from_runs(candidate, p.artifact, p.build_s, p.runs));
+        let mut m = Measurement::from_runs(candidate, p.artifact, p.build_s, p.runs);
+        m.code = crate::builder::code_identity(&p.codes);
+        self.send(m);
     }
 
     fn send(&self, m: Measurement) {

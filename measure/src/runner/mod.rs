@@ -23,6 +23,10 @@ pub struct Built {
     pub candidate: u64,
     /// Content hash of the artifact.
     pub artifact: String,
+    /// The identity of the kernel object's code
+    /// ([`crate::builder::object_code`]); empty where the builder does not
+    /// know it (harnesses built from hand-written kernels).
+    pub code: String,
     /// The linked executable with its inputs and reference.
     pub harness: Harness,
     /// Seconds the build took.
@@ -35,7 +39,7 @@ pub struct Built {
 impl Built {
     /// A harness valid at every vector length of its target.
     pub fn new(candidate: u64, artifact: String, harness: Harness, build_s: f64) -> Built {
-        Built { candidate, artifact, harness, build_s, built_for_vl: None }
+        Built { candidate, artifact, code: String::new(), harness, build_s, built_for_vl: None }
     }
 }
 

@@ -136,6 +136,7 @@ pub fn run_job(
     let builder = LlvmBuilder::new()
         .with_seed(cfg.seed)
         .with_cache(ArtifactCache::new(ArtifactCache::default_dir()).map_err(|e| BenchError::Io(e.to_string()))?);
+    crate::tune::stale::find_stale(s, &builder, cfg.builders);
     let farm = crate::commands::lock_machine(Farm::new(Arc::new(builder), cfg.builders, runner_list));
     let runner_label = cfg.runner_label();
     let lp = job::Loop::for_job(db, job_id, cfg, s.rows.clone(), &farm, &runner_label, Arc::new(Notify::new()));

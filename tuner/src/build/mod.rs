@@ -266,6 +266,7 @@ impl Build {
         for k in &manifest.kernels {
             let c = self.compile_kernel(&db, k)?;
             warnings.extend(kernel_warnings(k, &c.chosen, db_path));
+            warnings.extend(code_warning(k, &c.chosen));
             compiled.push(c);
         }
         let prefix = match &self.prefix {
@@ -302,6 +303,36 @@ impl Build {
             .map_err(|e| BuildError::Compile { kernel: k.name.clone(), message: e.to_string() })?;
         Ok(Compiled { object: c.object, built_for_vl: c.built_for_vl, chosen, replay_s: start.elapsed().as_secs_f64() })
     }
+}
+
+/// A warning when the chosen record measured other code than this build
+/// makes from its trace (a newer scaletune or LLVM compiled it otherwise):
+/// its figure, and so the choice, may not hold. The code is compared as a
+/// tuning job compares it (the candidate's objects at the record's vector
+/// lengths, under the workload's own kernel symbol); a record that did not
+/// keep its code is not compared.
+fn code_warning(k: &KernelSpec, c: &Chosen) -> Option<String> {
+    let r = c.record.as_ref()?;
+    let recorded = r.code.as_deref()?;
+    let vls: Vec<u32> = r.vl_set.split(',').filter_map(|v| v.parse().ok()).collect();
+    let candidate = scaletune_measure::Candidate::new(
+        0,
+        std::sync::Arc::new(k.workload.clone()),
+        std::sync::Arc::new(k.target.clone()),
+        c.trace.clone().unwrap_or_default(),
+    )
+    .with_vl_bits(vls);
+    let now = scaletune_measure::LlvmBuilder::new().code(&candidate).ok()?;
+    (now != recorded).then(|| {
+        format!(
+            "kernel `{}`: record {} measured other code than this scaletune builds from its trace, so its figure \
+             may not hold: tune {} on {} again to measure it anew",
+            k.name,
+            r.id,
+            k.workload.reference(),
+            k.target.name
+        )
+    })
 }
 
 /// The warnings of one kernel: stale records, and the default schedule if no record was usable.

@@ -117,7 +117,15 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
         let f = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
         let stats =
             db.import_jsonl(std::io::BufReader::new(f)).with_context(|| format!("importing {}", file.display()))?;
-        let _ = writeln!(out, "imported {} records, {} already present", stats.inserted, stats.duplicates);
+        let _ = write!(out, "imported {} records, {} already present", stats.inserted, stats.duplicates);
+        if stats.other_code > 0 {
+            let _ = write!(
+                out,
+                ", {} present with a measurement of other code (the newer measurement kept, the older in its history)",
+                stats.other_code
+            );
+        }
+        out.push('\n');
         return Ok((out, 0));
     }
     let db = Database::open_existing(&path)?;
@@ -258,11 +266,27 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
         let job = m.job_id.map_or("-".into(), |j| j.to_string());
         let _ = writeln!(out, "re-measured: status {}; objective {value}; job {job}; {}", m.status, m.at);
     }
-    let _ =
-        writeln!(out, "\n## trace\n{}", if r.trace.is_empty() { "(unscheduled)\n".into() } else { r.trace.clone() });
     let target =
         Target::load(&r.target_name).with_context(|| format!("record {record}: target `{}`", r.target_name))?;
     let trace = parse_trace(&r.trace).map_err(|e| anyhow::anyhow!("record {record}: {e}"))?;
+    out.push_str(&code_line(&r, &w, &target, &trace));
+    for h in &r.superseded {
+        let value = match (h.objective, h.objective_kind.as_str()) {
+            (Some(x), "time_s") => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
+            (Some(x), kind) => format!("{} {kind}", si(x)),
+            (None, _) => "-".into(),
+        };
+        let job = h.job_id.map_or("-".into(), |j| j.to_string());
+        let _ = writeln!(
+            out,
+            "superseded: code {}; status {}; objective {value}; job {job}; {}",
+            short_code(h.code.as_deref()),
+            h.status,
+            h.created_at
+        );
+    }
+    let _ =
+        writeln!(out, "\n## trace\n{}", if r.trace.is_empty() { "(unscheduled)\n".into() } else { r.trace.clone() });
     let mut opts = Options::default();
     opts.emit.asm = true;
     let c =
@@ -271,6 +295,38 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
     let _ = writeln!(out, "## vector program\n{}", c.program);
     let _ = writeln!(out, "## assembly ({})\n{}", c.target.name, c.asm.unwrap_or_default());
     Ok(out)
+}
+
+/// The first 12 hex digits of a code identity, or `not recorded`.
+fn short_code(code: Option<&str>) -> String {
+    code.map_or_else(|| "not recorded".into(), |c| c.get(..12).unwrap_or(c).to_string())
+}
+
+/// The `code` line of `show`: the code the record measured, and whether
+/// this build makes the same from its trace (the code built at the
+/// record's vector lengths, as a job compares it).
+fn code_line(
+    r: &scaletune_database::Record,
+    w: &scaletune_space::workload::Workload,
+    target: &Target,
+    trace: &scaletune_space::trace::Trace,
+) -> String {
+    let vls: Vec<u32> = r.vl_set.split(',').filter_map(|v| v.parse().ok()).collect();
+    let c = scaletune_measure::Candidate::new(
+        0,
+        std::sync::Arc::new(w.clone()),
+        std::sync::Arc::new(target.clone()),
+        trace.clone(),
+    )
+    .with_vl_bits(vls);
+    let now = scaletune_measure::LlvmBuilder::new().code(&c);
+    let verdict = match (&r.code, &now) {
+        (Some(code), Ok(current)) if code == current => "what this build makes from its trace".to_string(),
+        (Some(_), Ok(current)) => format!("this build makes other code from its trace ({})", short_code(Some(current))),
+        (_, Err(_)) => "this build cannot build its trace".to_string(),
+        (None, Ok(current)) => format!("this build makes {}", short_code(Some(current))),
+    };
+    format!("code {}: {verdict}\n", short_code(r.code.as_deref()))
 }
 
 #[cfg(test)]

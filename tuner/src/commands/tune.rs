@@ -346,6 +346,14 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let dir = args.cache_dir.clone().unwrap_or_else(ArtifactCache::default_dir);
     let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
     builder = builder.with_cache(cache);
+    let stale = crate::tune::stale::find_stale(&mut setup, &builder, cfg.builders);
+    if stale.stale > 0 {
+        println!(
+            "note: {} of the {} best, failed and baseline records checked measured other code than this build \
+             makes (or did not record their code): they are measured again first, their earlier measurements kept",
+            stale.stale, stale.checked
+        );
+    }
     let farm = super::lock_machine(Farm::new(Arc::new(builder), cfg.builders, runner_list));
     let runner_label = cfg.runner_label();
     let (interrupt, code) = interrupts(rt);

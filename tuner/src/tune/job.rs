@@ -166,12 +166,14 @@ impl Loop<'_> {
                 let found = super::task::sibling_donors(tasks, ti);
                 tasks[ti].add_donors(found);
             }
-            let task = &tasks[ti];
             let mut samples: Vec<Sample> = Vec::new();
-            if task.baseline.is_none() && !task.is_measured(&Trace::default()) {
+            if tasks[ti].baseline.is_none() && !tasks[ti].is_measured(&Trace::default()) {
                 // The unscheduled nest: the baseline speed-ups are quoted against.
-                samples.push(Sample::new(usize::MAX, Trace::default(), task.space.nest.clone(), 0));
+                samples.push(Sample::new(usize::MAX, Trace::default(), tasks[ti].space.nest.clone(), 0));
             }
+            // Records of code this build no longer makes, measured again first.
+            samples.extend(tasks[ti].take_stale(n.saturating_sub(samples.len())));
+            let task = &tasks[ti];
             let want = n.saturating_sub(samples.len());
             if want > 0 {
                 samples.extend(self.strategy.propose(task, model.as_ref(), want, &mut rng));
@@ -238,7 +240,12 @@ impl Loop<'_> {
                 }
                 .into_record();
                 let objective = record.objective;
-                let inserted = self.db.insert_record(&record)?;
+                let inserted = if task.stale_records.remove(&**sample.text()).is_some() {
+                    // Its record measured other code: this measurement takes its place.
+                    self.db.replace_record(&record)?
+                } else {
+                    self.db.insert_record(&record)?
+                };
                 measured += 1;
                 state.trials += 1;
                 task.trials += 1;

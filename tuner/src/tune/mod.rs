@@ -9,6 +9,7 @@ pub mod confirm;
 pub mod job;
 pub mod objective;
 pub mod scheduler;
+pub mod stale;
 pub mod store;
 pub mod suite;
 pub mod summary;
@@ -122,6 +123,12 @@ pub struct Known {
     pub objective: Option<f64>,
     /// Its trace text (empty: the unscheduled baseline).
     pub trace: String,
+    /// Its design-space trace text.
+    pub space_trace: String,
+    /// Its status name.
+    pub status: String,
+    /// The identity of the code it measured (`None`: not known).
+    pub code: Option<String>,
 }
 
 /// Builds the tasks of `cfg` for `target` and loads what `db` knows of
@@ -160,8 +167,16 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
             } else {
                 cfg.objective.value(&Measurement::from_runs(0, String::new(), 0.0, runs))
             };
-            let seen =
-                Known { id: rec.id, job: rec.job_id, trial_idx: rec.trial_idx, objective, trace: rec.trace.clone() };
+            let seen = Known {
+                id: rec.id,
+                job: rec.job_id,
+                trial_idx: rec.trial_idx,
+                objective,
+                trace: rec.trace.clone(),
+                space_trace: rec.space_trace.clone(),
+                status: rec.status.clone(),
+                code: rec.code.clone(),
+            };
             if rec.trace.is_empty() {
                 task.baseline = objective.or(task.baseline);
                 known.push(seen);
@@ -301,7 +316,16 @@ mod tests {
     use scaletune_space::trace::Inst;
 
     fn known(id: i64, job: i64, trial_idx: i64, objective: Option<f64>, trace: &str) -> Known {
-        Known { id, job: Some(job), trial_idx, objective, trace: trace.into() }
+        Known {
+            id,
+            job: Some(job),
+            trial_idx,
+            objective,
+            trace: trace.into(),
+            space_trace: String::new(),
+            status: if objective.is_some() { "ok" } else { "run_error" }.into(),
+            code: None,
+        }
     }
 
     #[test]

@@ -159,6 +159,7 @@ impl RecordInput<'_> {
             run_s: m.runs.iter().map(|r| r.wall_s).sum(),
             vector_kind: self.vector_kind,
             predicted: self.predicted,
+            code: (!m.code.is_empty()).then(|| m.code.clone()),
         }
     }
 }

@@ -118,6 +118,14 @@ pub struct Task {
     /// ([`scaletune_space::design::DesignSpace::adopt`]), so a new shape
     /// starts from what its siblings found.
     pub donors: Vec<Arc<Trace>>,
+    /// Samples of records whose candidate builds other code now than the
+    /// record measured ([`super::stale`]), in the order to measure them:
+    /// the loop measures them before anything new.
+    pub stale: std::collections::VecDeque<Sample>,
+    /// The records of [`Task::stale`] by trace text, until measured again:
+    /// each new measurement takes its record's place
+    /// (`scaletune_database::Database::replace_record`).
+    pub stale_records: std::collections::HashMap<String, i64>,
 }
 
 /// Trials timed while other tasks held their CPU ([`scaletune_measure::Timing::waited_s`]).
@@ -175,6 +183,8 @@ impl Task {
             contention: Contention::default(),
             lowered_cache: Mutex::new(FeatureCache::default()),
             donors: Vec::new(),
+            stale: std::collections::VecDeque::new(),
+            stale_records: std::collections::HashMap::new(),
         }
     }
 
@@ -309,6 +319,12 @@ impl Task {
         order
             .sort_by_key(|&k| (self.family_tries.get(&k).copied().unwrap_or(0), tiebreak.get(k).copied().unwrap_or(0)));
         order
+    }
+
+    /// Up to `n` samples of [`Task::stale`], in order, to measure again.
+    pub fn take_stale(&mut self, n: usize) -> Vec<Sample> {
+        let n = n.min(self.stale.len());
+        self.stale.drain(..n).collect()
     }
 
     /// True if the trace was measured already.

@@ -1,0 +1,248 @@
+//! Measurements of other code: a record whose candidate now builds other code than it measured is measured again, and its earlier measurement kept in the record's history.
+//!
+//! A record's key (workload, target, trace, vector lengths, runner) names a
+//! candidate, not its code: a new scaletune or LLVM may compile the same
+//! trace to other instructions. Each record keeps the identity of the code
+//! it measured ([`crate::NewRecord::code`]); a tuning job that finds a
+//! record's code out of date measures the candidate again and
+//! [`Database::replace_record`] puts that measurement in the record's
+//! place. Nothing is dropped: the earlier measurement, with its
+//! re-measurements, goes to the record's [`crate::Record::superseded`] list.
+//! Imports merge by the same rule: of two measurements of other code under
+//! one key, the newer is the record's, the older its history.
+
+use crate::records::{insert_in, Inserted, NewRecord, Placed, Remeasurement};
+use crate::remeasure::{confirmed, load_runs};
+use crate::{Database, DbError};
+use serde::{Deserialize, Serialize};
+
+/// An earlier measurement of a record's candidate, of other code than the record's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Superseded {
+    /// When it was made (UTC, ISO 8601).
+    pub created_at: String,
+    /// The job that made it (`None`: not known in this database).
+    pub job_id: Option<i64>,
+    /// Its trial index in that job.
+    pub trial_idx: i64,
+    /// The identity of the code measured (`None`: not known).
+    pub code: Option<String>,
+    /// Status name.
+    pub status: String,
+    /// Error message (empty when ok).
+    pub message: String,
+    /// Every metric of every vector length (JSON).
+    pub metrics: String,
+    /// The objective, if it passed.
+    pub objective: Option<f64>,
+    /// What the objective measures.
+    pub objective_kind: String,
+    /// Seconds spent building.
+    pub build_s: f64,
+    /// Seconds spent running.
+    pub run_s: f64,
+    /// The kind of vector code.
+    pub vector_kind: Option<String>,
+    /// The cost model's prediction.
+    pub predicted: Option<f64>,
+    /// Its re-measurements.
+    #[serde(default)]
+    pub remeasured: Vec<Remeasurement>,
+    /// The median objective over it and its re-measurements, if re-measured.
+    #[serde(default)]
+    pub confirmed: Option<f64>,
+}
+
+impl Superseded {
+    fn of(rec: &NewRecord, created_at: &str, remeasured: Vec<Remeasurement>, confirmed: Option<f64>) -> Superseded {
+        Superseded {
+            created_at: created_at.to_string(),
+            job_id: rec.job_id,
+            trial_idx: rec.trial_idx,
+            code: rec.code.clone(),
+            status: rec.status.clone(),
+            message: rec.message.clone(),
+            metrics: rec.metrics.clone(),
+            objective: rec.objective,
+            objective_kind: rec.objective_kind.clone(),
+            build_s: rec.build_s,
+            run_s: rec.run_s,
+            vector_kind: rec.vector_kind.clone(),
+            predicted: rec.predicted,
+            remeasured,
+            confirmed,
+        }
+    }
+
+    /// True for the same measurement (an entry imported twice).
+    fn same(&self, other: &Superseded) -> bool {
+        self.created_at == other.created_at
+            && self.code == other.code
+            && self.status == other.status
+            && self.metrics == other.metrics
+    }
+}
+
+/// Record `id`'s measurement as a history entry, with its re-measurements.
+fn current(tx: &rusqlite::Transaction<'_>, file: &std::path::Path, id: i64) -> Result<Superseded, DbError> {
+    let row = tx.query_row(
+        "SELECT created_at, job_id, trial_idx, code, status, message, metrics, objective, objective_kind, build_s, \
+         run_s, vector_kind, predicted, confirmed FROM records WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(Superseded {
+                created_at: r.get(0)?,
+                job_id: r.get(1)?,
+                trial_idx: r.get(2)?,
+                code: r.get(3)?,
+                status: r.get(4)?,
+                message: r.get(5)?,
+                metrics: r.get(6)?,
+                objective: r.get(7)?,
+                objective_kind: r.get(8)?,
+                build_s: r.get(9)?,
+                run_s: r.get(10)?,
+                vector_kind: r.get(11)?,
+                predicted: r.get(12)?,
+                remeasured: Vec::new(),
+                confirmed: r.get(13)?,
+            })
+        },
+    )?;
+    let (_, runs) = load_runs(tx, file, id)?.ok_or(DbError::NoRecord(id))?;
+    Ok(Superseded { remeasured: runs, ..row })
+}
+
+/// Record `id`'s history; an unreadable one is an error naming the record
+/// (an empty list would lose it on the next write).
+fn load_history(tx: &rusqlite::Transaction<'_>, file: &std::path::Path, id: i64) -> Result<Vec<Superseded>, DbError> {
+    let text: Option<String> = tx.query_row("SELECT superseded FROM records WHERE id = ?1", [id], |r| r.get(0))?;
+    match text {
+        None => Ok(Vec::new()),
+        Some(t) => serde_json::from_str(&t).map_err(|e| DbError::Corrupt {
+            file: file.display().to_string(),
+            reason: format!("record {id} has unreadable superseded measurements: {e}"),
+        }),
+    }
+}
+
+/// Adds `entries` to record `id`'s history, oldest first, each measurement once.
+fn add_history(
+    tx: &rusqlite::Transaction<'_>,
+    file: &std::path::Path,
+    id: i64,
+    entries: impl IntoIterator<Item = Superseded>,
+) -> Result<(), DbError> {
+    let mut history = load_history(tx, file, id)?;
+    let before = history.len();
+    for e in entries {
+        if !history.iter().any(|h| h.same(&e)) {
+            history.push(e);
+        }
+    }
+    if history.len() > before {
+        history.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        let json = serde_json::to_string(&history).unwrap_or_else(|_| "[]".into());
+        tx.execute("UPDATE records SET superseded = ?2 WHERE id = ?1", (id, &json))?;
+    }
+    Ok(())
+}
+
+/// Moves record `id`'s measurement to its history and writes `rec`'s in
+/// its place (made at `created_at`, else now), with no re-measurements.
+fn replace_in(
+    tx: &rusqlite::Transaction<'_>,
+    file: &std::path::Path,
+    id: i64,
+    rec: &NewRecord,
+    created_at: Option<&str>,
+) -> Result<(), DbError> {
+    let old = current(tx, file, id)?;
+    add_history(tx, file, id, [old])?;
+    let created = match created_at {
+        Some(_) => "?15".to_string(),
+        None => crate::jobs::NOW.to_string(),
+    };
+    let sql = format!(
+        "UPDATE records SET job_id = ?2, trial_idx = ?3, space_trace = ?4, status = ?5, message = ?6, metrics = ?7, \
+         objective = ?8, objective_kind = ?9, build_s = ?10, run_s = ?11, vector_kind = ?12, predicted = ?13, \
+         code = ?14, remeasured = NULL, confirmed = NULL, created_at = {created} WHERE id = ?1"
+    );
+    let mut params: Vec<&dyn rusqlite::ToSql> = vec![
+        &id,
+        &rec.job_id,
+        &rec.trial_idx,
+        &rec.space_trace,
+        &rec.status,
+        &rec.message,
+        &rec.metrics,
+        &rec.objective,
+        &rec.objective_kind,
+        &rec.build_s,
+        &rec.run_s,
+        &rec.vector_kind,
+        &rec.predicted,
+        &rec.code,
+    ];
+    if let Some(c) = &created_at {
+        params.push(c);
+    }
+    tx.execute(&sql, params.as_slice())?;
+    Ok(())
+}
+
+/// An imported measurement `rec` (made at `created_at`, with re-measurements
+/// `runs`) whose key is record `id`'s already: kept out if it measured the
+/// same code or its code is not known; else the newer of the two is the
+/// record's and the older goes to its history.
+pub(crate) fn merge_import(
+    tx: &rusqlite::Transaction<'_>,
+    file: &std::path::Path,
+    id: i64,
+    rec: &NewRecord,
+    created_at: &str,
+    runs: &[Remeasurement],
+) -> Result<Placed, DbError> {
+    let (code, at): (Option<String>, String) =
+        tx.query_row("SELECT code, created_at FROM records WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if rec.code.is_none() || rec.code == code {
+        return Ok(Placed::Kept);
+    }
+    if created_at >= at.as_str() {
+        replace_in(tx, file, id, rec, Some(created_at))?;
+        return Ok(Placed::Replaced);
+    }
+    let entry = Superseded::of(rec, created_at, runs.to_vec(), confirmed(rec.objective, runs));
+    add_history(tx, file, id, [entry])?;
+    Ok(Placed::History)
+}
+
+/// Adds an imported record's history to record `id`'s.
+pub(crate) fn merge_history(
+    tx: &rusqlite::Transaction<'_>,
+    file: &std::path::Path,
+    id: i64,
+    entries: &[Superseded],
+) -> Result<(), DbError> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    add_history(tx, file, id, entries.iter().cloned())
+}
+
+impl Database {
+    /// Inserts a record, or, where its key is measured already, puts `rec`'s
+    /// measurement in the record's place and keeps the record's earlier one
+    /// (with its re-measurements) in its history ([`Placed::Replaced`]).
+    /// For a candidate whose record measured code it no longer builds.
+    pub fn replace_record(&self, rec: &NewRecord) -> Result<Inserted, DbError> {
+        self.write(|tx| {
+            let ins = insert_in(tx, rec, None)?;
+            if !ins.existed {
+                return Ok(ins);
+            }
+            replace_in(tx, self.path(), ins.id, rec, None)?;
+            Ok(Inserted { placed: Placed::Replaced, ..ins })
+        })
+    }
+}
