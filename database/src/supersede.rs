@@ -234,11 +234,18 @@ impl Database {
     /// Inserts a record, or, where its key is measured already, puts `rec`'s
     /// measurement in the record's place and keeps the record's earlier one
     /// (with its re-measurements) in its history ([`Placed::Replaced`]).
-    /// For a candidate whose record measured code it no longer builds.
+    /// For a candidate whose record measured code it no longer builds. A
+    /// record that holds a measurement of `rec`'s code already (another
+    /// process measured it again first) keeps it ([`Placed::Kept`]).
     pub fn replace_record(&self, rec: &NewRecord) -> Result<Inserted, DbError> {
         self.write(|tx| {
             let ins = insert_in(tx, rec, None)?;
             if !ins.existed {
+                return Ok(ins);
+            }
+            let code: Option<String> =
+                tx.query_row("SELECT code FROM records WHERE id = ?1", [ins.id], |r| r.get(0))?;
+            if rec.code.is_some() && code == rec.code {
                 return Ok(ins);
             }
             replace_in(tx, self.path(), ins.id, rec, None)?;

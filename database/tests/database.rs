@@ -307,6 +307,11 @@ fn a_measurement_of_other_code_takes_the_records_place_and_keeps_the_earlier_one
         .map(|b| b.objective)
         .collect();
     assert_eq!(best, [Some(2.0)]);
+    // Measured again on the same code (another process was first): kept as it is.
+    let same = src.replace_record(&NewRecord { objective: Some(7.0), ..again.clone() }).expect("keeps");
+    assert_eq!((same.id, same.placed), (first.id, Placed::Kept));
+    assert_eq!(src.record(first.id).expect("reads").expect("exists").superseded.len(), 1);
+    assert_eq!(src.record(first.id).expect("reads").expect("exists").objective, Some(2.0));
     // A key not measured yet is simply inserted.
     let fresh = src.replace_record(&record(&src, None, "u", Some(1.0), "256")).expect("inserts");
     assert_eq!((fresh.existed, fresh.placed), (false, Placed::New));
