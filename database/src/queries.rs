@@ -37,6 +37,12 @@ pub struct Stats {
     pub jobs: BTreeMap<String, i64>,
     /// Per (workload, target).
     pub tasks: Vec<TaskCount>,
+    /// Records that built code but did not record which (written before
+    /// schema version 4): a job measures their best, failed and baseline
+    /// candidates once more.
+    pub without_code: i64,
+    /// Earlier measurements of other code kept in records' histories.
+    pub superseded: i64,
 }
 
 impl Database {
@@ -103,6 +109,16 @@ impl Database {
     pub fn stats(&self) -> Result<Stats, DbError> {
         let conn = self.conn();
         let records = conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?;
+        let without_code =
+            conn.query_row("SELECT count(*) FROM records WHERE code IS NULL AND status != 'build_error'", [], |r| {
+                r.get(0)
+            })?;
+        let superseded = conn.query_row(
+            "SELECT COALESCE(sum(json_array_length(superseded)), 0) FROM records \
+             WHERE superseded IS NOT NULL AND json_valid(superseded)",
+            [],
+            |r| r.get(0),
+        )?;
         let mut jobs = BTreeMap::new();
         let mut st = conn.prepare("SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status")?;
         for row in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
@@ -145,6 +161,6 @@ impl Database {
                 *e = e.min(b);
             }
         }
-        Ok(Stats { records, jobs, tasks })
+        Ok(Stats { records, jobs, tasks, without_code, superseded })
     }
 }

@@ -316,6 +316,8 @@ fn a_measurement_of_other_code_takes_the_records_place_and_keeps_the_earlier_one
     let fresh = src.replace_record(&record(&src, None, "u", Some(1.0), "256")).expect("inserts");
     assert_eq!((fresh.existed, fresh.placed), (false, Placed::New));
     assert!(src.check().expect("checks").ok());
+    let stats = src.stats().expect("stats");
+    assert_eq!((stats.records, stats.superseded, stats.without_code), (2, 1, 0));
 
     // The newer measurement of other code replaces the destination's own,
     // which joins the imported history; importing again changes nothing.

@@ -318,6 +318,14 @@ fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_
     let bs = b.to_str().expect("utf-8");
     let import = scaletune(&["db", "import", old_export.to_str().expect("utf-8"), "--db", bs]);
     assert_eq!(stdout(&import), "imported 8 records, 0 already present\n", "{}", text(&import));
+    let stats = stdout(&scaletune(&["db", "stats", "--db", bs]));
+    let unknown = stats.lines().nth(1).unwrap_or_default();
+    assert_eq!(
+        unknown,
+        "  1 records do not name the code they measured (written before schema version 4): the next job measures \
+         the best, failed and baseline ones again",
+        "{stats}"
+    );
 
     let job = tune(&b, &["--trials", "4", "--strategy", "random"]);
     let printed = stdout(&job);
@@ -346,6 +354,12 @@ fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_
     assert_eq!(of("")["superseded"][0]["code"], serde_json::Value::Null);
     let check = scaletune(&["db", "check", "--db", bs]);
     assert!(check.status.success() && stdout(&check).contains("verdict: ok"), "{}", text(&check));
+    let stats = stdout(&scaletune(&["db", "stats", "--db", bs]));
+    assert_eq!(
+        stats.lines().nth(1).unwrap_or_default(),
+        "  3 earlier measurements of code their candidates no longer build, kept in their records' histories",
+        "{stats}"
+    );
     // `show` names the code and the measurement it superseded (records
     // keep the ids of the import, in the export's order).
     let id = lines.iter().position(|l| trace(l) == best).expect("best") + 1;

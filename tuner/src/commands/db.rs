@@ -140,6 +140,21 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
                 s.records,
                 if jobs.is_empty() { "none".into() } else { jobs.join(", ") }
             );
+            if s.without_code > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {} records do not name the code they measured (written before schema version 4): \
+                     the next job measures the best, failed and baseline ones again",
+                    s.without_code
+                );
+            }
+            if s.superseded > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {} earlier measurements of code their candidates no longer build, kept in their records' histories",
+                    s.superseded
+                );
+            }
             for t in &s.tasks {
                 let def = db
                     .workload_records(&t.workload_hash)?

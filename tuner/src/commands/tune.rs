@@ -347,6 +347,13 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
     builder = builder.with_cache(cache);
     let stale = crate::tune::stale::find_stale(&mut setup, &builder, cfg.builders);
+    if stale.seconds >= 5.0 {
+        println!(
+            "note: checking the code of {} best, failed and baseline records took {:.0} s (compiled anew where the \
+             artifact cache held no object)",
+            stale.checked, stale.seconds
+        );
+    }
     if stale.stale > 0 {
         println!(
             "note: {} of the {} best, failed and baseline records checked measured other code than this build \

@@ -30,12 +30,15 @@ use std::sync::{Arc, Mutex};
 pub const CHECKED_FAILURES: [&str; 4] = ["build_error", "run_error", "timeout", "wrong_result"];
 
 /// What checking a job's records found.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StaleReport {
     /// Records checked.
     pub checked: usize,
     /// Records whose code is out of date (or not known), to measure again.
     pub stale: usize,
+    /// Seconds the check took (a compile per record whose object the
+    /// artifact cache does not hold).
+    pub seconds: f64,
 }
 
 /// True if a record that measured code `recorded` (`None`: not known)
@@ -101,6 +104,7 @@ fn candidate(task: &Task, trace: Trace) -> Candidate {
 /// ([`Task::stale`]), out of the tasks' best and parents; a stale baseline
 /// is measured again as the loop measures a missing one.
 pub fn find_stale(setup: &mut Setup, builder: &LlvmBuilder, workers: usize) -> StaleReport {
+    let start = std::time::Instant::now();
     let checks = checks(setup);
     let results: Vec<Mutex<Option<bool>>> = checks.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
@@ -118,7 +122,7 @@ pub fn find_stale(setup: &mut Setup, builder: &LlvmBuilder, workers: usize) -> S
             });
         }
     });
-    let mut report = StaleReport { checked: checks.len(), stale: 0 };
+    let mut report = StaleReport { checked: checks.len(), stale: 0, seconds: start.elapsed().as_secs_f64() };
     for (check, result) in checks.into_iter().zip(results) {
         if result.into_inner().unwrap_or_else(|p| p.into_inner()) != Some(true) {
             continue;
