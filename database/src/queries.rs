@@ -41,7 +41,8 @@ pub struct Stats {
     /// schema version 4): a job measures their best, failed and baseline
     /// candidates once more.
     pub without_code: i64,
-    /// Earlier measurements of other code kept in records' histories.
+    /// Earlier measurements kept in records' histories (of other code, or
+    /// `unmeasured`), each superseded by a later measurement of its record.
     pub superseded: i64,
 }
 

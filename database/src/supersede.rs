@@ -234,18 +234,21 @@ impl Database {
     /// Inserts a record, or, where its key is measured already, puts `rec`'s
     /// measurement in the record's place and keeps the record's earlier one
     /// (with its re-measurements) in its history ([`Placed::Replaced`]).
-    /// For a candidate whose record measured code it no longer builds. A
-    /// record that holds a measurement of `rec`'s code already (another
-    /// process measured it again first) keeps it ([`Placed::Kept`]).
+    /// For a candidate whose record measured code it no longer builds, or
+    /// that no runner measured. A record that holds a measurement of
+    /// `rec`'s code already (another process measured it again first)
+    /// keeps it ([`Placed::Kept`]), unless that was `unmeasured`.
     pub fn replace_record(&self, rec: &NewRecord) -> Result<Inserted, DbError> {
         self.write(|tx| {
             let ins = insert_in(tx, rec, None)?;
             if !ins.existed {
                 return Ok(ins);
             }
-            let code: Option<String> =
-                tx.query_row("SELECT code FROM records WHERE id = ?1", [ins.id], |r| r.get(0))?;
-            if rec.code.is_some() && code == rec.code {
+            let (code, status): (Option<String>, String) =
+                tx.query_row("SELECT code, status FROM records WHERE id = ?1", [ins.id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            if rec.code.is_some() && code == rec.code && status != "unmeasured" {
                 return Ok(ins);
             }
             replace_in(tx, self.path(), ins.id, rec, None)?;

@@ -312,12 +312,20 @@ fn a_measurement_of_other_code_takes_the_records_place_and_keeps_the_earlier_one
     assert_eq!((same.id, same.placed), (first.id, Placed::Kept));
     assert_eq!(src.record(first.id).expect("reads").expect("exists").superseded.len(), 1);
     assert_eq!(src.record(first.id).expect("reads").expect("exists").objective, Some(2.0));
+    // A record no runner measured takes a measurement of the same code.
+    let unmeasured = NewRecord { status: "unmeasured".into(), objective: None, ..record(&src, None, "v", None, "256") };
+    let v = src.insert_record(&unmeasured).expect("inserts").id;
+    let measured = src.replace_record(&record(&src, None, "v", Some(3.0), "256")).expect("replaces");
+    assert_eq!((measured.id, measured.placed), (v, Placed::Replaced));
+    let r = src.record(v).expect("reads").expect("exists");
+    assert_eq!((r.status.as_str(), r.objective, r.superseded.len()), ("ok", Some(3.0), 1));
+    assert_eq!(r.superseded[0].status, "unmeasured");
     // A key not measured yet is simply inserted.
     let fresh = src.replace_record(&record(&src, None, "u", Some(1.0), "256")).expect("inserts");
     assert_eq!((fresh.existed, fresh.placed), (false, Placed::New));
     assert!(src.check().expect("checks").ok());
     let stats = src.stats().expect("stats");
-    assert_eq!((stats.records, stats.superseded, stats.without_code), (2, 1, 0));
+    assert_eq!((stats.records, stats.superseded, stats.without_code), (3, 2, 0));
 
     // The newer measurement of other code replaces the destination's own,
     // which joins the imported history; importing again changes nothing.
@@ -326,7 +334,7 @@ fn a_measurement_of_other_code_takes_the_records_place_and_keeps_the_earlier_one
     tick();
     let later_own = later.insert_record(&old(&later, "newest", 0.5)).expect("inserts").id;
     let stats = dst.import_jsonl(bytes.as_slice()).expect("imports");
-    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (1, 0, 1));
+    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (2, 0, 1));
     let histories = |db: &Database, id: i64| {
         let r = db.record(id).expect("reads").expect("exists");
         let h: Vec<(Option<String>, Option<f64>)> =
@@ -340,11 +348,11 @@ fn a_measurement_of_other_code_takes_the_records_place_and_keeps_the_earlier_one
     );
     assert_eq!(histories(&dst, dst_own), expected);
     let stats = dst.import_jsonl(bytes.as_slice()).expect("imports");
-    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (0, 2, 0));
+    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (0, 3, 0));
     assert_eq!(histories(&dst, dst_own), expected);
     // Into a database that measured newer code since, the import is history.
     let stats = later.import_jsonl(bytes.as_slice()).expect("imports");
-    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (1, 0, 1));
+    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (2, 0, 1));
     assert_eq!(
         histories(&later, later_own),
         (

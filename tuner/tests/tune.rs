@@ -276,9 +276,10 @@ fn a_file_that_is_not_a_tuning_database_is_refused_and_left_alone() {
 /// Records of code this build no longer makes (here: a database exported
 /// and changed as an older scaletune would have left it) are checked when
 /// a job starts, measured again first, and keep their earlier measurement
-/// in their history; a job after that finds nothing to measure again.
+/// in their history, as does a record no runner measured; a job after
+/// that finds nothing to measure again.
 #[test]
-fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_earlier_measurement() {
+fn records_of_other_code_or_no_measurement_are_measured_again_and_keep_their_earlier_measurement() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (a, _) = random_job(dir.path());
     let exported = scaletune(&["db", "export", "--db", a.to_str().expect("utf-8")]);
@@ -297,7 +298,7 @@ fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_
         .iter_mut()
         .filter(|l| l["record"]["status"] == "ok" && !l["record"]["trace"].as_str().expect("trace").is_empty())
         .collect();
-    assert!(ok.len() >= 2, "two scheduled candidates passed");
+    assert!(ok.len() >= 3, "three scheduled candidates passed");
     ok.sort_by(|x, y| {
         x["record"]["objective"].as_f64().partial_cmp(&y["record"]["objective"].as_f64()).expect("numbers")
     });
@@ -309,6 +310,10 @@ fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_
     ok[1]["record"]["status"] = "wrong_result".into();
     ok[1]["record"]["objective"] = serde_json::Value::Null;
     let crashed = trace(ok[1]);
+    // And no runner measured a third (its agent went away, say).
+    ok[2]["record"]["status"] = "unmeasured".into();
+    ok[2]["record"]["objective"] = serde_json::Value::Null;
+    let unmeasured = trace(ok[2]);
     // The baseline was written before records kept their code.
     let baseline = lines.iter_mut().find(|l| l["record"]["trace"] == "").expect("the baseline");
     baseline["record"].as_object_mut().expect("object").remove("code");
@@ -333,12 +338,20 @@ fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_
     let note =
         printed.lines().find(|l| l.starts_with("note: 3 of the ")).unwrap_or_else(|| panic!("no note:\n{printed}"));
     assert!(note.ends_with("records checked measured other code than this build makes (or did not record their code): they are measured again first, their earlier measurements kept"), "{note}");
+    assert!(
+        printed.contains(
+            "\nnote: 1 record(s) that no runner measured (status unmeasured) are measured again first (once more at most)\n"
+        ),
+        "{printed}"
+    );
     let after = scaletune(&["db", "export", "--db", bs]);
     let after: Vec<serde_json::Value> =
         stdout(&after).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
-    assert_eq!(after.len(), 9, "three measured again in place, one new candidate");
+    assert_eq!(after.len(), 8, "four measured again in place");
     let of = |t: &str| after.iter().find(|l| l["record"]["trace"] == t).unwrap_or_else(|| panic!("no record of {t:?}"));
-    for (t, old_status) in [(best.as_str(), "ok"), (crashed.as_str(), "wrong_result"), ("", "ok")] {
+    for (t, old_status) in
+        [(best.as_str(), "ok"), (crashed.as_str(), "wrong_result"), ("", "ok"), (unmeasured.as_str(), "unmeasured")]
+    {
         let l = of(t);
         assert_eq!(l["record"]["status"], "ok", "{t:?} measured again: {l}");
         assert_eq!(l["record"]["job_id"], 2, "{l}");
@@ -357,7 +370,7 @@ fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_
     let stats = stdout(&scaletune(&["db", "stats", "--db", bs]));
     assert_eq!(
         stats.lines().nth(1).unwrap_or_default(),
-        "  3 earlier measurements of code their candidates no longer build, kept in their records' histories",
+        "  4 superseded measurements kept in their records' histories (of code no longer built, or that no runner made)",
         "{stats}"
     );
     // `show` names the code and the measurement it superseded (records
@@ -377,5 +390,5 @@ fn records_of_code_this_build_no_longer_makes_are_measured_again_and_keep_their_
     let again = tune(&b, &["--trials", "4", "--strategy", "random"]);
     assert!(again.status.success(), "{}", text(&again));
     assert!(!stdout(&again).contains("note: "), "{}", stdout(&again));
-    assert_eq!(records(&b), (13, 13));
+    assert_eq!(records(&b), (12, 12));
 }

@@ -151,7 +151,7 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
             if s.superseded > 0 {
                 let _ = writeln!(
                     out,
-                    "  {} earlier measurements of code their candidates no longer build, kept in their records' histories",
+                    "  {} superseded measurements kept in their records' histories (of code no longer built, or that no runner made)",
                     s.superseded
                 );
             }

@@ -361,6 +361,12 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
             stale.stale, stale.checked
         );
     }
+    if stale.unmeasured > 0 {
+        println!(
+            "note: {} record(s) that no runner measured (status unmeasured) are measured again first (once more at most)",
+            stale.unmeasured
+        );
+    }
     let farm = super::lock_machine(Farm::new(Arc::new(builder), cfg.builders, runner_list));
     let runner_label = cfg.runner_label();
     let (interrupt, code) = interrupts(rt);

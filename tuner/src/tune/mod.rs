@@ -129,6 +129,10 @@ pub struct Known {
     pub status: String,
     /// The identity of the code it measured (`None`: not known).
     pub code: Option<String>,
+    /// True for a record no runner measured that was measured again
+    /// already, also without a result, on the same code (its history holds
+    /// that earlier `unmeasured` run): it is not tried a third time.
+    pub retried: bool,
 }
 
 /// Builds the tasks of `cfg` for `target` and loads what `db` knows of
@@ -176,6 +180,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
                 space_trace: rec.space_trace.clone(),
                 status: rec.status.clone(),
                 code: rec.code.clone(),
+                retried: rec.superseded.iter().any(|h| h.status == "unmeasured" && h.code == rec.code),
             };
             if rec.trace.is_empty() {
                 task.baseline = objective.or(task.baseline);
@@ -325,6 +330,7 @@ mod tests {
             space_trace: String::new(),
             status: if objective.is_some() { "ok" } else { "run_error" }.into(),
             code: None,
+            retried: false,
         }
     }
 

@@ -16,6 +16,11 @@
 //! (a crash or wrong result a codegen fix removed) thus no longer hides a
 //! candidate, and a best of old code no longer leads the search or is
 //! replayed at build time on a figure its code does not have.
+//!
+//! Records that no runner measured (status `unmeasured`: every agent of a
+//! farm gone, runner faults; no fault of the candidate) are measured again
+//! the same way, first, when a job starts: otherwise a candidate in flight
+//! when an agent dropped out would never be measured by any job.
 
 use super::task::Task;
 use super::Setup;
@@ -36,6 +41,9 @@ pub struct StaleReport {
     pub checked: usize,
     /// Records whose code is out of date (or not known), to measure again.
     pub stale: usize,
+    /// Records no runner measured (`unmeasured`: every agent gone, runner
+    /// faults), to measure again.
+    pub unmeasured: usize,
     /// Seconds the check took (a compile per record whose object the
     /// artifact cache does not hold).
     pub seconds: f64,
@@ -102,7 +110,9 @@ fn candidate(task: &Task, trace: Trace) -> Candidate {
 /// Checks the records of `setup`'s tasks against the code `builder` builds
 /// now, on `workers` threads, and queues the stale ones in their tasks
 /// ([`Task::stale`]), out of the tasks' best and parents; a stale baseline
-/// is measured again as the loop measures a missing one.
+/// is measured again as the loop measures a missing one. Records that no
+/// runner measured (`unmeasured`: measuring them again may succeed) are
+/// queued too.
 pub fn find_stale(setup: &mut Setup, builder: &LlvmBuilder, workers: usize) -> StaleReport {
     let start = std::time::Instant::now();
     let checks = checks(setup);
@@ -122,32 +132,126 @@ pub fn find_stale(setup: &mut Setup, builder: &LlvmBuilder, workers: usize) -> S
             });
         }
     });
-    let mut report = StaleReport { checked: checks.len(), stale: 0, seconds: start.elapsed().as_secs_f64() };
+    let mut report =
+        StaleReport { checked: checks.len(), stale: 0, unmeasured: 0, seconds: start.elapsed().as_secs_f64() };
     for (check, result) in checks.into_iter().zip(results) {
-        if result.into_inner().unwrap_or_else(|p| p.into_inner()) != Some(true) {
-            continue;
+        if result.into_inner().unwrap_or_else(|p| p.into_inner()) == Some(true)
+            && measure_again(&mut setup.tasks[check.task], check.record, check.sample)
+        {
+            report.stale += 1;
         }
-        let task = &mut setup.tasks[check.task];
-        let text = check.sample.as_ref().map_or_else(String::new, |s| s.text().to_string());
-        if task.stale_records.insert(text.clone(), check.record).is_some() {
-            continue;
-        }
-        report.stale += 1;
-        task.forget(check.record);
-        match check.sample {
-            Some(sample) => task.stale.push_back(sample),
-            None => {
-                task.baseline = None;
-                task.measured.remove(&text);
-            }
+    }
+    for (ti, check) in unmeasured(setup) {
+        if measure_again(&mut setup.tasks[ti], check.0, check.1) {
+            report.unmeasured += 1;
         }
     }
     report
 }
 
+/// The records of each task of `setup` that no runner measured (status
+/// `unmeasured`, no fault of the candidate) and were not tried again
+/// already on the same code (a run a runner can never make, such as one
+/// QEMU itself aborts on, is tried twice, not by every job): their task
+/// and (record, sample; `None` for the baseline).
+fn unmeasured(setup: &Setup) -> Vec<(usize, (i64, Option<Sample>))> {
+    let mut out = Vec::new();
+    for (ti, (task, known)) in setup.tasks.iter().zip(&setup.known).enumerate() {
+        for k in known.iter().filter(|k| k.status == "unmeasured" && !k.retried) {
+            if k.trace.is_empty() {
+                out.push((ti, (k.id, None)));
+                continue;
+            }
+            let Ok(trace) = parse_trace(&k.trace) else { continue };
+            if let Some(sample) = task.restore(&k.space_trace, &trace) {
+                out.push((ti, (k.id, Some(sample))));
+            }
+        }
+    }
+    out
+}
+
+/// Queues `record` (its `sample`; `None`: the baseline) in `task` to be
+/// measured again, its new measurement to take the record's place; out of
+/// the task's best. False if it is queued already.
+fn measure_again(task: &mut Task, record: i64, sample: Option<Sample>) -> bool {
+    let text = sample.as_ref().map_or_else(String::new, |s| s.text().to_string());
+    if task.stale_records.insert(text.clone(), record).is_some() {
+        return false;
+    }
+    task.forget(record);
+    match sample {
+        Some(sample) => task.stale.push_back(sample),
+        None => {
+            task.baseline = None;
+            task.measured.remove(&text);
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::tuned::job_config;
+    use crate::commands::measure::RunnerKind;
+    use crate::tune::store::{target_definition, vl_set, workload_definition};
+    use scaletune_codegen::target::Target;
+    use scaletune_database::{Database, NewRecord};
+
+    /// A record no runner measured is measured again once per code: not
+    /// when its history holds an `unmeasured` run of the same code.
+    #[test]
+    fn a_record_no_runner_measured_is_measured_again_once_per_code() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("t.db")).expect("db");
+        let cfg = job_config("matmul:M=32,N=24,K=8", "host", RunnerKind::Native, &[], 8);
+        let target = Target::load(&cfg.target).expect("target");
+        let first = super::super::setup(&cfg, &target, &db).expect("setup");
+        let task = &first.tasks[0];
+        let (w, t) = (
+            db.upsert_workload(&workload_definition(&task.workload)).expect("workload").id,
+            db.upsert_target(&target.name, &target_definition(&target)).expect("target").id,
+        );
+        let mut rng = scaletune_space::sample::task_rng(3, 0);
+        let mut record = |code: &str| {
+            let s = task.space.sample(&mut rng).expect("samples");
+            NewRecord {
+                job_id: None,
+                workload_id: w,
+                target_id: t,
+                trial_idx: 0,
+                space_trace: task.space.traces[s.space_trace].trace.to_string(),
+                trace: s.text().to_string(),
+                trace_hash: scaletune_database::hash_text(s.text()),
+                runner: cfg.runner_label(),
+                vl_set: vl_set(&task.vls),
+                status: "unmeasured".into(),
+                message: "every agent gone".into(),
+                metrics: "[]".into(),
+                objective: None,
+                objective_kind: cfg.objective.kind.name().into(),
+                build_s: 0.0,
+                run_s: 0.0,
+                vector_kind: None,
+                predicted: None,
+                code: Some(code.into()),
+            }
+        };
+        let (fresh, twice, recompiled) = (record("a"), record("b"), record("c"));
+        assert!(fresh.trace != twice.trace && twice.trace != recompiled.trace);
+        let fresh_id = db.insert_record(&fresh).expect("inserts").id;
+        // Tried again on the same code, and still no runner measured it.
+        db.insert_record(&twice).expect("inserts");
+        db.replace_record(&twice).expect("replaces");
+        // Tried again, unmeasured, and then built other code.
+        let recompiled_id = db.insert_record(&recompiled).expect("inserts").id;
+        db.replace_record(&recompiled).expect("replaces");
+        db.replace_record(&NewRecord { code: Some("d".into()), ..recompiled.clone() }).expect("replaces");
+        let s = super::super::setup(&cfg, &target, &db).expect("setup");
+        let queued: Vec<i64> = unmeasured(&s).into_iter().map(|(_, (id, _))| id).collect();
+        assert_eq!(queued, [fresh_id, recompiled_id]);
+    }
 
     #[test]
     fn a_record_is_stale_when_its_candidate_builds_other_code_or_its_code_is_not_known() {

@@ -119,8 +119,8 @@ pub struct Task {
     /// starts from what its siblings found.
     pub donors: Vec<Arc<Trace>>,
     /// Samples of records whose candidate builds other code now than the
-    /// record measured ([`super::stale`]), in the order to measure them:
-    /// the loop measures them before anything new.
+    /// record measured, or that no runner measured ([`super::stale`]), in
+    /// the order to measure them: the loop measures them before anything new.
     pub stale: std::collections::VecDeque<Sample>,
     /// The records of [`Task::stale`] by trace text, until measured again:
     /// each new measurement takes its record's place
