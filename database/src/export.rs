@@ -187,8 +187,14 @@ impl Database {
                 if placed != Placed::History && !runs.is_empty() {
                     merge_remeasured(tx, self.path(), ins.id, &runs)?;
                 }
-                let history: Vec<Superseded> =
-                    l.superseded.iter().map(|h| Superseded { job_id: own_job(h.job_id), ..h.clone() }).collect();
+                let history: Vec<Superseded> = l
+                    .superseded
+                    .iter()
+                    .map(|h| Superseded {
+                        data: NewRecord { job_id: own_job(h.job_id), workload_id, target_id, ..h.data.clone() },
+                        ..h.clone()
+                    })
+                    .collect();
                 merge_history(tx, self.path(), ins.id, &history)?;
                 match placed {
                     Placed::New => stats.inserted += 1,

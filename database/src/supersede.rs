@@ -11,40 +11,24 @@
 //! Imports merge by the same rule: of two measurements of other code under
 //! one key, the newer is the record's, the older its history.
 
-use crate::records::{insert_in, Inserted, NewRecord, Placed, Remeasurement};
-use crate::remeasure::{confirmed, load_runs};
+use crate::records::{
+    insert_in, read_error, record_from_row, Inserted, NewRecord, Placed, Record, Remeasurement, RECORD_COLUMNS,
+    RECORD_FROM,
+};
+use crate::remeasure::confirmed;
 use crate::{Database, DbError};
 use serde::{Deserialize, Serialize};
 
-/// An earlier measurement of a record's candidate, of other code than the record's.
+/// An earlier measurement of a record's candidate: of other code than the
+/// record's, or one no runner made. Its record's fields as they were (the
+/// key's fields included, so the JSON of an entry reads as a record's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Superseded {
     /// When it was made (UTC, ISO 8601).
     pub created_at: String,
-    /// The job that made it (`None`: not known in this database).
-    pub job_id: Option<i64>,
-    /// Its trial index in that job.
-    pub trial_idx: i64,
-    /// The identity of the code measured (`None`: not known).
-    pub code: Option<String>,
-    /// Status name.
-    pub status: String,
-    /// Error message (empty when ok).
-    pub message: String,
-    /// Every metric of every vector length (JSON).
-    pub metrics: String,
-    /// The objective, if it passed.
-    pub objective: Option<f64>,
-    /// What the objective measures.
-    pub objective_kind: String,
-    /// Seconds spent building.
-    pub build_s: f64,
-    /// Seconds spent running.
-    pub run_s: f64,
-    /// The kind of vector code.
-    pub vector_kind: Option<String>,
-    /// The cost model's prediction.
-    pub predicted: Option<f64>,
+    /// The measurement (its job `None` when not known in this database).
+    #[serde(flatten)]
+    pub data: NewRecord,
     /// Its re-measurements.
     #[serde(default)]
     pub remeasured: Vec<Remeasurement>,
@@ -53,27 +37,14 @@ pub struct Superseded {
     pub confirmed: Option<f64>,
 }
 
-impl Superseded {
-    fn of(rec: &NewRecord, created_at: &str, remeasured: Vec<Remeasurement>, confirmed: Option<f64>) -> Superseded {
-        Superseded {
-            created_at: created_at.to_string(),
-            job_id: rec.job_id,
-            trial_idx: rec.trial_idx,
-            code: rec.code.clone(),
-            status: rec.status.clone(),
-            message: rec.message.clone(),
-            metrics: rec.metrics.clone(),
-            objective: rec.objective,
-            objective_kind: rec.objective_kind.clone(),
-            build_s: rec.build_s,
-            run_s: rec.run_s,
-            vector_kind: rec.vector_kind.clone(),
-            predicted: rec.predicted,
-            remeasured,
-            confirmed,
-        }
+impl std::ops::Deref for Superseded {
+    type Target = NewRecord;
+    fn deref(&self) -> &NewRecord {
+        &self.data
     }
+}
 
+impl Superseded {
     /// True for the same measurement (an entry imported twice).
     fn same(&self, other: &Superseded) -> bool {
         self.created_at == other.created_at
@@ -85,32 +56,9 @@ impl Superseded {
 
 /// Record `id`'s measurement as a history entry, with its re-measurements.
 fn current(tx: &rusqlite::Transaction<'_>, file: &std::path::Path, id: i64) -> Result<Superseded, DbError> {
-    let row = tx.query_row(
-        "SELECT created_at, job_id, trial_idx, code, status, message, metrics, objective, objective_kind, build_s, \
-         run_s, vector_kind, predicted, confirmed FROM records WHERE id = ?1",
-        [id],
-        |r| {
-            Ok(Superseded {
-                created_at: r.get(0)?,
-                job_id: r.get(1)?,
-                trial_idx: r.get(2)?,
-                code: r.get(3)?,
-                status: r.get(4)?,
-                message: r.get(5)?,
-                metrics: r.get(6)?,
-                objective: r.get(7)?,
-                objective_kind: r.get(8)?,
-                build_s: r.get(9)?,
-                run_s: r.get(10)?,
-                vector_kind: r.get(11)?,
-                predicted: r.get(12)?,
-                remeasured: Vec::new(),
-                confirmed: r.get(13)?,
-            })
-        },
-    )?;
-    let (_, runs) = load_runs(tx, file, id)?.ok_or(DbError::NoRecord(id))?;
-    Ok(Superseded { remeasured: runs, ..row })
+    let sql = format!("SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE r.id = ?1");
+    let r: Record = tx.query_row(&sql, [id], record_from_row).map_err(|e| read_error(file, e))?;
+    Ok(Superseded { created_at: r.created_at, data: r.data, remeasured: r.remeasured, confirmed: r.confirmed })
 }
 
 /// Record `id`'s history; an unreadable one is an error naming the record
@@ -212,7 +160,12 @@ pub(crate) fn merge_import(
         replace_in(tx, file, id, rec, Some(created_at))?;
         return Ok(Placed::Replaced);
     }
-    let entry = Superseded::of(rec, created_at, runs.to_vec(), confirmed(rec.objective, runs));
+    let entry = Superseded {
+        created_at: created_at.to_string(),
+        data: rec.clone(),
+        remeasured: runs.to_vec(),
+        confirmed: confirmed(rec.objective, runs),
+    };
     add_history(tx, file, id, [entry])?;
     Ok(Placed::History)
 }

@@ -48,6 +48,17 @@ fn write_v1(path: &Path) {
     }
 }
 
+/// The database at `path` opened (and so migrated), checked sound and
+/// current, and its records.
+fn migrated(path: &Path) -> (Database, Vec<scaletune_database::Record>) {
+    let db = Database::open(path).expect("opens and migrates");
+    let report = db.check().expect("checks");
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.schema_version, SCHEMA_VERSION);
+    let records = db.all_records().expect("records");
+    (db, records)
+}
+
 #[test]
 fn a_version_1_database_migrates_with_its_data_and_new_columns_null() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -99,11 +110,7 @@ fn a_version_2_database_migrates_with_its_records_unconfirmed_and_takes_remeasur
         c.execute_batch("UPDATE records SET vector_kind = 'AVX2', predicted = 2e-3 WHERE trace = 'split(a)'")
             .expect("v2 columns");
     }
-    let db = Database::open(&path).expect("opens and migrates");
-    let report = db.check().expect("checks");
-    assert!(report.ok(), "{report}");
-    assert_eq!(report.schema_version, SCHEMA_VERSION);
-    let records = db.all_records().expect("records");
+    let (db, records) = migrated(&path);
     let seen: Vec<_> = records
         .iter()
         .map(|r| (r.trace.as_str(), r.objective, r.vector_kind.as_deref(), r.remeasured.len(), r.confirmed))
@@ -232,11 +239,7 @@ fn a_version_3_database_migrates_with_its_re_measurements_and_codes_unknown() {
         )
         .expect("v3 columns");
     }
-    let db = Database::open(&path).expect("opens and migrates");
-    let report = db.check().expect("checks");
-    assert!(report.ok(), "{report}");
-    assert_eq!(report.schema_version, SCHEMA_VERSION);
-    let records = db.all_records().expect("records");
+    let (db, records) = migrated(&path);
     let seen: Vec<_> = records
         .iter()
         .map(|r| (r.trace.as_str(), r.remeasured.len(), r.confirmed, r.code.clone(), r.superseded.len()))

@@ -273,11 +273,7 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
     );
     out.push_str(&run_notes(&r.metrics, &r.message));
     for m in &r.remeasured {
-        let value = match (m.objective, r.objective_kind.as_str()) {
-            (Some(x), "time_s") => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
-            (Some(x), kind) => format!("{} {kind}", si(x)),
-            (None, _) => "-".into(),
-        };
+        let value = run_objective_text(m.objective, &r.objective_kind);
         let job = m.job_id.map_or("-".into(), |j| j.to_string());
         let _ = writeln!(out, "re-measured: status {}; objective {value}; job {job}; {}", m.status, m.at);
     }
@@ -286,11 +282,7 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
     let trace = parse_trace(&r.trace).map_err(|e| anyhow::anyhow!("record {record}: {e}"))?;
     out.push_str(&code_line(&r, &w, &target, &trace));
     for h in &r.superseded {
-        let value = match (h.objective, h.objective_kind.as_str()) {
-            (Some(x), "time_s") => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
-            (Some(x), kind) => format!("{} {kind}", si(x)),
-            (None, _) => "-".into(),
-        };
+        let value = run_objective_text(h.objective, &h.objective_kind);
         let job = h.job_id.map_or("-".into(), |j| j.to_string());
         let _ = writeln!(
             out,
@@ -310,6 +302,15 @@ pub fn show(record: i64, db: Option<&Path>) -> anyhow::Result<String> {
     let _ = writeln!(out, "## vector program\n{}", c.program);
     let _ = writeln!(out, "## assembly ({})\n{}", c.target.name, c.asm.unwrap_or_default());
     Ok(out)
+}
+
+/// One run's objective of kind `kind` as `show` prints it (`-`: none).
+fn run_objective_text(objective: Option<f64>, kind: &str) -> String {
+    match (objective, kind) {
+        (Some(x), "time_s") => crate::tune::summary::format_objective(ObjectiveKind::Time, x),
+        (Some(x), kind) => format!("{} {kind}", si(x)),
+        (None, _) => "-".into(),
+    }
 }
 
 /// The first 12 hex digits of a code identity, or `not recorded`.
