@@ -240,6 +240,35 @@ fn json_column<T: serde::de::DeserializeOwned>(r: &Row<'_>, idx: usize, what: &s
     }
 }
 
+/// The columns of a record's measurement (all but its key, its creation
+/// time and its re-measurements) with their values in `rec`.
+pub(crate) fn measurement_columns(rec: &NewRecord) -> [(&'static str, &dyn rusqlite::ToSql); 13] {
+    [
+        ("job_id", &rec.job_id),
+        ("trial_idx", &rec.trial_idx),
+        ("space_trace", &rec.space_trace),
+        ("status", &rec.status),
+        ("message", &rec.message),
+        ("metrics", &rec.metrics),
+        ("objective", &rec.objective),
+        ("objective_kind", &rec.objective_kind),
+        ("build_s", &rec.build_s),
+        ("run_s", &rec.run_s),
+        ("vector_kind", &rec.vector_kind),
+        ("predicted", &rec.predicted),
+        ("code", &rec.code),
+    ]
+}
+
+/// The SQL value of a record's creation time: parameter `?{index}` when
+/// given, else now.
+pub(crate) fn created_value(created_at: Option<&str>, index: usize) -> String {
+    match created_at {
+        Some(_) => format!("?{index}"),
+        None => crate::jobs::NOW.to_string(),
+    }
+}
+
 /// Inserts `rec` (made at `created_at`, else now); a record with its key
 /// is left as it is (`Placed::Kept`).
 pub(crate) fn insert_in(
@@ -247,38 +276,25 @@ pub(crate) fn insert_in(
     rec: &NewRecord,
     created_at: Option<&str>,
 ) -> Result<Inserted, DbError> {
-    let created = match created_at {
-        Some(_) => "?20".to_string(),
-        None => crate::jobs::NOW.to_string(),
-    };
-    let sql = format!(
-        "INSERT INTO records (job_id, workload_id, target_id, trial_idx, space_trace, trace, trace_hash, runner, \
-         vl_set, status, message, metrics, objective, objective_kind, build_s, run_s, vector_kind, predicted, code, \
-         created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, {created}) \
-         ON CONFLICT(workload_id, target_id, trace_hash, vl_set, runner) DO NOTHING"
-    );
-    let mut params: Vec<&dyn rusqlite::ToSql> = vec![
-        &rec.job_id,
-        &rec.workload_id,
-        &rec.target_id,
-        &rec.trial_idx,
-        &rec.space_trace,
-        &rec.trace,
-        &rec.trace_hash,
-        &rec.runner,
-        &rec.vl_set,
-        &rec.status,
-        &rec.message,
-        &rec.metrics,
-        &rec.objective,
-        &rec.objective_kind,
-        &rec.build_s,
-        &rec.run_s,
-        &rec.vector_kind,
-        &rec.predicted,
-        &rec.code,
+    let key: [(&str, &dyn rusqlite::ToSql); 6] = [
+        ("workload_id", &rec.workload_id),
+        ("target_id", &rec.target_id),
+        ("trace", &rec.trace),
+        ("trace_hash", &rec.trace_hash),
+        ("runner", &rec.runner),
+        ("vl_set", &rec.vl_set),
     ];
+    let columns: Vec<(&str, &dyn rusqlite::ToSql)> = key.into_iter().chain(measurement_columns(rec)).collect();
+    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+    let sql = format!(
+        "INSERT INTO records ({}, created_at) VALUES ({}, {}) \
+         ON CONFLICT(workload_id, target_id, trace_hash, vl_set, runner) DO NOTHING",
+        names.join(", "),
+        marks.join(", "),
+        created_value(created_at, columns.len() + 1)
+    );
+    let mut params: Vec<&dyn rusqlite::ToSql> = columns.iter().map(|(_, value)| *value).collect();
     if let Some(c) = &created_at {
         params.push(c);
     }

@@ -12,8 +12,8 @@
 //! one key, the newer is the record's, the older its history.
 
 use crate::records::{
-    insert_in, read_error, record_from_row, Inserted, NewRecord, Placed, Record, Remeasurement, RECORD_COLUMNS,
-    RECORD_FROM,
+    created_value, insert_in, measurement_columns, read_error, record_from_row, Inserted, NewRecord, Placed, Record,
+    Remeasurement, RECORD_COLUMNS, RECORD_FROM,
 };
 use crate::remeasure::confirmed;
 use crate::{Database, DbError};
@@ -107,31 +107,15 @@ fn replace_in(
 ) -> Result<(), DbError> {
     let old = current(tx, file, id)?;
     add_history(tx, file, id, [old])?;
-    let created = match created_at {
-        Some(_) => "?15".to_string(),
-        None => crate::jobs::NOW.to_string(),
-    };
+    let columns = measurement_columns(rec);
+    let sets: Vec<String> = columns.iter().enumerate().map(|(i, (name, _))| format!("{name} = ?{}", i + 2)).collect();
     let sql = format!(
-        "UPDATE records SET job_id = ?2, trial_idx = ?3, space_trace = ?4, status = ?5, message = ?6, metrics = ?7, \
-         objective = ?8, objective_kind = ?9, build_s = ?10, run_s = ?11, vector_kind = ?12, predicted = ?13, \
-         code = ?14, remeasured = NULL, confirmed = NULL, created_at = {created} WHERE id = ?1"
+        "UPDATE records SET {}, remeasured = NULL, confirmed = NULL, created_at = {} WHERE id = ?1",
+        sets.join(", "),
+        created_value(created_at, columns.len() + 2)
     );
-    let mut params: Vec<&dyn rusqlite::ToSql> = vec![
-        &id,
-        &rec.job_id,
-        &rec.trial_idx,
-        &rec.space_trace,
-        &rec.status,
-        &rec.message,
-        &rec.metrics,
-        &rec.objective,
-        &rec.objective_kind,
-        &rec.build_s,
-        &rec.run_s,
-        &rec.vector_kind,
-        &rec.predicted,
-        &rec.code,
-    ];
+    let mut params: Vec<&dyn rusqlite::ToSql> = vec![&id];
+    params.extend(columns.iter().map(|(_, value)| *value));
     if let Some(c) = &created_at {
         params.push(c);
     }
