@@ -80,8 +80,9 @@ pub struct Record {
     /// re-measurement that has one; `None` if never re-measured.
     #[serde(default)]
     pub confirmed: Option<f64>,
-    /// Earlier measurements of the candidate on code it no longer builds
-    /// (kept when a measurement of other code took their place), oldest first.
+    /// Earlier measurements of the candidate, of code it no longer builds or
+    /// made by no runner (kept when a later measurement took their place,
+    /// [`Database::replace_record`]), oldest first.
     #[serde(default)]
     pub superseded: Vec<crate::supersede::Superseded>,
 }
