@@ -42,8 +42,10 @@ pub struct ImportStats {
     pub inserted: usize,
     /// Records already present (same key and code, or code not known), skipped.
     pub duplicates: usize,
-    /// Records present with a measurement of other code: the newer
-    /// measurement is the record's, the older in its history.
+    /// Records present with a measurement of other code (the newer
+    /// measurement is the record's, the older in its history), or that no
+    /// runner measured (the imported measurement of the same code takes
+    /// the record's place).
     pub other_code: usize,
 }
 

@@ -125,7 +125,9 @@ fn replace_in(
 
 /// An imported measurement `rec` (made at `created_at`, with re-measurements
 /// `runs`) whose key is record `id`'s already: kept out if it measured the
-/// same code or its code is not known; else the newer of the two is the
+/// same code or its code is not known, unless the record is `unmeasured`
+/// and it is not (then it takes the record's place, as with
+/// [`Database::replace_record`]); else the newer of the two is the
 /// record's and the older goes to its history.
 pub(crate) fn merge_import(
     tx: &rusqlite::Transaction<'_>,
@@ -135,9 +137,15 @@ pub(crate) fn merge_import(
     created_at: &str,
     runs: &[Remeasurement],
 ) -> Result<Placed, DbError> {
-    let (code, at): (Option<String>, String) =
-        tx.query_row("SELECT code, created_at FROM records WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (code, at, status): (Option<String>, String, String) =
+        tx.query_row("SELECT code, created_at, status FROM records WHERE id = ?1", [id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
     if rec.code.is_none() || rec.code == code {
+        if status == "unmeasured" && rec.status != "unmeasured" {
+            replace_in(tx, file, id, rec, Some(created_at))?;
+            return Ok(Placed::Replaced);
+        }
         return Ok(Placed::Kept);
     }
     if created_at >= at.as_str() {

@@ -362,6 +362,22 @@ fn a_measurement_of_other_code_takes_the_records_place_and_keeps_the_earlier_one
         )
     );
     assert!(dst.check().expect("checks").ok() && later.check().expect("checks").ok());
+    // Into a database where no runner measured `v`: the imported measurement
+    // of the same code takes its place.
+    let waiting = Database::open(&dir.path().join("d.db")).expect("opens");
+    let own = waiting
+        .insert_record(&NewRecord {
+            status: "unmeasured".into(),
+            objective: None,
+            ..record(&waiting, None, "v", None, "256")
+        })
+        .expect("inserts")
+        .id;
+    let stats = waiting.import_jsonl(bytes.as_slice()).expect("imports");
+    assert_eq!((stats.inserted, stats.duplicates, stats.other_code), (2, 0, 1));
+    let r = waiting.record(own).expect("reads").expect("exists");
+    assert_eq!((r.status.as_str(), r.objective), ("ok", Some(3.0)));
+    assert_eq!(r.superseded.iter().map(|h| h.status.as_str()).collect::<Vec<_>>(), ["unmeasured", "unmeasured"]);
 }
 
 #[test]

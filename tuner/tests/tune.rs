@@ -373,6 +373,25 @@ fn records_of_other_code_or_no_measurement_are_measured_again_and_keep_their_ear
         "  4 superseded measurements kept in their records' histories (of code no longer built, or that no runner made)",
         "{stats}"
     );
+    // The old export imported again: its measurements of other code are
+    // older than the records', and are in their histories already.
+    let again = scaletune(&["db", "import", old_export.to_str().expect("utf-8"), "--db", bs]);
+    assert_eq!(
+        stdout(&again),
+        "imported 0 records, 6 already present, 2 present with a measurement of other code or none (the newer or \
+         only measurement kept, the other in the record's history)\n",
+        "{}",
+        text(&again)
+    );
+    let histories: Vec<usize> = stdout(&scaletune(&["db", "export", "--db", bs]))
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("a JSON line")["superseded"]
+                .as_array()
+                .map_or(0, Vec::len)
+        })
+        .collect();
+    assert_eq!(histories.iter().sum::<usize>(), 4, "no history entry twice: {histories:?}");
     // `show` names the code and the measurement it superseded (records
     // keep the ids of the import, in the export's order).
     let id = lines.iter().position(|l| trace(l) == best).expect("best") + 1;

@@ -121,7 +121,8 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
         if stats.other_code > 0 {
             let _ = write!(
                 out,
-                ", {} present with a measurement of other code (the newer measurement kept, the older in its history)",
+                ", {} present with a measurement of other code or none (the newer or only measurement kept, the other in \
+                 the record's history)",
                 stats.other_code
             );
         }

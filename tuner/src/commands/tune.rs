@@ -347,25 +347,8 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
     builder = builder.with_cache(cache);
     let stale = crate::tune::stale::find_stale(&mut setup, &builder, cfg.builders);
-    if stale.seconds >= 5.0 {
-        println!(
-            "note: checking the code of {} best, failed and baseline records took {:.0} s (compiled anew where the \
-             artifact cache held no object)",
-            stale.checked, stale.seconds
-        );
-    }
-    if stale.stale > 0 {
-        println!(
-            "note: {} of the {} best, failed and baseline records checked measured other code than this build \
-             makes (or did not record their code): they are measured again first, their earlier measurements kept",
-            stale.stale, stale.checked
-        );
-    }
-    if stale.unmeasured > 0 {
-        println!(
-            "note: {} record(s) that no runner measured (status unmeasured) are measured again first (once more at most)",
-            stale.unmeasured
-        );
+    for note in crate::tune::stale::notes(&stale) {
+        println!("{note}");
     }
     let farm = super::lock_machine(Farm::new(Arc::new(builder), cfg.builders, runner_list));
     let runner_label = cfg.runner_label();

@@ -23,7 +23,7 @@
 //! when an agent dropped out would never be measured by any job.
 
 use super::task::Task;
-use super::Setup;
+use super::{Known, Setup};
 use scaletune_measure::builder::BuildError;
 use scaletune_measure::{Candidate, LlvmBuilder};
 use scaletune_space::design::Sample;
@@ -47,6 +47,35 @@ pub struct StaleReport {
     /// Seconds the check took (a compile per record whose object the
     /// artifact cache does not hold).
     pub seconds: f64,
+}
+
+/// The lines a job prints about what [`find_stale`] found: a slow check
+/// (5 s or more), records of other code, records no runner measured;
+/// nothing when there is nothing to say.
+pub fn notes(report: &StaleReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if report.seconds >= 5.0 {
+        out.push(format!(
+            "note: checking the code of {} best, failed and baseline records took {:.0} s (compiled anew where the \
+             artifact cache held no object)",
+            report.checked, report.seconds
+        ));
+    }
+    if report.stale > 0 {
+        out.push(format!(
+            "note: {} of the {} best, failed and baseline records checked measured other code than this build \
+             makes (or did not record their code): they are measured again first, their earlier measurements kept",
+            report.stale, report.checked
+        ));
+    }
+    if report.unmeasured > 0 {
+        out.push(format!(
+            "note: {} record(s) that no runner measured (status unmeasured) are measured again first (once more at \
+             most)",
+            report.unmeasured
+        ));
+    }
+    out
 }
 
 /// True if a record that measured code `recorded` (`None`: not known)
@@ -89,17 +118,21 @@ fn checks(setup: &Setup) -> Vec<Check> {
             });
         }
         for k in known.iter().filter(|k| k.trace.is_empty() || CHECKED_FAILURES.contains(&k.status.as_str())) {
-            let sample = if k.trace.is_empty() {
-                None
-            } else {
-                let Ok(trace) = parse_trace(&k.trace) else { continue };
-                let Some(sample) = task.restore(&k.space_trace, &trace) else { continue };
-                Some(sample)
-            };
+            let Some(sample) = known_sample(task, k) else { continue };
             out.push(Check { task: ti, record: k.id, sample, code: k.code.clone(), status: k.status.clone() });
         }
     }
     out
+}
+
+/// The sample of a record the task was given: `Some(None)` for the
+/// baseline, `None` if its trace no longer parses or restores.
+fn known_sample(task: &Task, k: &Known) -> Option<Option<Sample>> {
+    if k.trace.is_empty() {
+        return Some(None);
+    }
+    let trace = parse_trace(&k.trace).ok()?;
+    task.restore(&k.space_trace, &trace).map(Some)
 }
 
 /// The candidate of a check: its task's workload and target at the task's vector lengths.
@@ -158,13 +191,8 @@ fn unmeasured(setup: &Setup) -> Vec<(usize, (i64, Option<Sample>))> {
     let mut out = Vec::new();
     for (ti, (task, known)) in setup.tasks.iter().zip(&setup.known).enumerate() {
         for k in known.iter().filter(|k| k.status == "unmeasured" && !k.retried) {
-            if k.trace.is_empty() {
-                out.push((ti, (k.id, None)));
-                continue;
-            }
-            let Ok(trace) = parse_trace(&k.trace) else { continue };
-            if let Some(sample) = task.restore(&k.space_trace, &trace) {
-                out.push((ti, (k.id, Some(sample))));
+            if let Some(sample) = known_sample(task, k) {
+                out.push((ti, (k.id, sample)));
             }
         }
     }
@@ -251,6 +279,18 @@ mod tests {
         let s = super::super::setup(&cfg, &target, &db).expect("setup");
         let queued: Vec<i64> = unmeasured(&s).into_iter().map(|(_, (id, _))| id).collect();
         assert_eq!(queued, [fresh_id, recompiled_id]);
+    }
+
+    #[test]
+    fn a_job_says_what_the_check_found_and_nothing_when_there_is_nothing() {
+        let quiet = StaleReport { checked: 40, stale: 0, unmeasured: 0, seconds: 4.9 };
+        assert!(notes(&quiet).is_empty());
+        let all = StaleReport { checked: 40, stale: 3, unmeasured: 2, seconds: 12.4 };
+        expect_test::expect![[r#"
+            note: checking the code of 40 best, failed and baseline records took 12 s (compiled anew where the artifact cache held no object)
+            note: 3 of the 40 best, failed and baseline records checked measured other code than this build makes (or did not record their code): they are measured again first, their earlier measurements kept
+            note: 2 record(s) that no runner measured (status unmeasured) are measured again first (once more at most)"#]]
+        .assert_eq(&notes(&all).join("\n"));
     }
 
     #[test]
