@@ -43,6 +43,13 @@ pub struct DesignSpace {
     pub nest: Nest,
     /// The traces.
     pub traces: Vec<SpaceTrace>,
+    /// The traces grouped by the values they take of the whole-nest
+    /// options (statement fusion), each group in trace order, the groups in
+    /// the order of their first trace: [`DesignSpace::sample`] and
+    /// [`DesignSpace::interleave`] give every group an equal share, however
+    /// many per-block variants each holds. One group when the space has no
+    /// whole-nest option.
+    groups: Vec<Vec<usize>>,
 }
 
 /// A sampled schedule.
@@ -174,7 +181,53 @@ impl DesignSpace {
                 SpaceTrace { trace: s.trace, rules: s.rules, choices: s.choices, domains }
             })
             .collect();
-        DesignSpace { nest: nest.clone(), traces }
+        DesignSpace::from_traces(nest.clone(), traces)
+    }
+
+    /// The space of `nest` made of `traces` (as [`DesignSpace::generate`]
+    /// leaves them).
+    pub fn from_traces(nest: Nest, traces: Vec<SpaceTrace>) -> DesignSpace {
+        let mut keys: Vec<Vec<&Choice>> = Vec::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (k, t) in traces.iter().enumerate() {
+            let key: Vec<&Choice> = t.choices.iter().filter(|c| c.scope == "*").collect();
+            match keys.iter().position(|g| *g == key) {
+                Some(g) => groups[g].push(k),
+                None => {
+                    keys.push(key);
+                    groups.push(vec![k]);
+                }
+            }
+        }
+        DesignSpace { nest, traces, groups }
+    }
+
+    /// `order` (trace indices) as a cycle of draws in which each group of
+    /// traces taking the same whole-nest options ([`DesignSpace::sample`])
+    /// comes up equally often: round-robin over the groups, in the order
+    /// their first trace has in `order`, and within a group over its traces
+    /// in `order`'s order, until the largest group has gone round once
+    /// (softmax's one fused trace takes every other draw, the sixteen
+    /// variants of separate statements the others). `order` itself when
+    /// the space has one group.
+    pub fn interleave(&self, order: &[usize]) -> Vec<usize> {
+        if self.groups.len() <= 1 {
+            return order.to_vec();
+        }
+        let mut by_group: Vec<Vec<usize>> = Vec::new();
+        let mut first: Vec<usize> = Vec::new();
+        for &k in order {
+            let Some(g) = self.groups.iter().position(|g| g.contains(&k)) else { continue };
+            match first.iter().position(|&f| f == g) {
+                Some(i) => by_group[i].push(k),
+                None => {
+                    first.push(g);
+                    by_group.push(vec![k]);
+                }
+            }
+        }
+        let rounds = by_group.iter().map(Vec::len).max().unwrap_or(0);
+        (0..rounds).flat_map(|r| by_group.iter().map(move |g| g[r % g.len()])).collect()
     }
 
     /// Total number of decision combinations over all traces, saturating at
@@ -198,10 +251,21 @@ impl DesignSpace {
         out
     }
 
-    /// Draws one schedule: a design trace uniformly, then its decisions.
-    /// Draws whose decisions do not apply are retried (and counted).
+    /// Draws one schedule: a design trace, then its decisions. The trace
+    /// is drawn uniformly when the space has no whole-nest option; else a
+    /// value of those options uniformly, then one of its traces (a nest
+    /// whose statements are fused has one variant where separate ones
+    /// have a vector axis and reduction per statement: each of the two is
+    /// drawn half the time). Draws whose decisions do not apply are
+    /// retried (and counted).
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> Result<Sample, TraceError> {
-        self.draw(rng, |r| r.gen_range(0..self.traces.len()))
+        if self.groups.len() <= 1 {
+            return self.draw(rng, |r| r.gen_range(0..self.traces.len()));
+        }
+        self.draw(rng, |r| {
+            let g = &self.groups[r.gen_range(0..self.groups.len())];
+            g[r.gen_range(0..g.len())]
+        })
     }
 
     /// Draws one schedule of design trace `k` (which must exist), retrying
@@ -735,6 +799,91 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Row statements computed at their consumer's row loop (softmax's
+    /// max, exponentials and sum; layer norm's mean, differences and
+    /// variance) keep one iteration of the row axis: the space offers
+    /// them no vector along it (a vector of one lane, a gather of one
+    /// element), only along the row's elements, and every vectorized loop
+    /// of every sample of those traces runs along a row.
+    #[test]
+    fn fused_row_statements_are_vectorized_along_the_row_only() {
+        use crate::ir::{LoopKind, Node};
+        let avx512 = VectorCaps::fixed(512);
+        for (reference, traces, fused) in [("softmax_rows:M=48,N=40", 17, 1), ("layer_norm:M=24,N=64", 17, 1)] {
+            let w = load(reference).expect("loads");
+            let nest = Nest::from_workload(&w, avx512.clone()).with_kinds(vec![(VectorKind::Avx512, avx512.clone())]);
+            let space = DesignSpace::generate(&nest);
+            let is_fused = |t: &SpaceTrace| t.choices.iter().any(|c| c.value == "at the consumer's outer loop");
+            assert_eq!(space.traces.len(), traces, "{reference}: design traces");
+            assert_eq!(space.traces.iter().filter(|t| is_fused(t)).count(), fused, "{reference}: fused traces");
+            let mut rng = task_rng(5, 0);
+            for (k, st) in space.traces.iter().enumerate().filter(|(_, t)| is_fused(t)) {
+                let values: Vec<&str> = st.choices.iter().map(|c| c.value.as_str()).collect();
+                assert!(!values.contains(&"spatial vectors") && !values.contains(&"gather"), "{reference}: {values:?}");
+                for _ in 0..8 {
+                    let s = space.sample_trace(k, &mut rng).expect("draws");
+                    let n = &*s.nest;
+                    let mut vectorized = 0;
+                    for l in n.all_loops().into_iter().filter(|l| matches!(n.loop_(*l).kind, LoopKind::Vectorize(_))) {
+                        vectorized += 1;
+                        let v = n.loop_(l).var;
+                        for b in n.blocks_in(Node::Loop(l)) {
+                            let blk = n.block(b);
+                            let k = blk.bindings.iter().position(|e| e.uses_var(v)).expect("drives an iterator");
+                            let axis = &n.var(blk.iters[k].var).name;
+                            assert!(axis.starts_with("vj"), "{reference}: {} vectorized along {axis}", blk.name);
+                        }
+                    }
+                    // Every row statement: softmax's four, layer norm's four.
+                    assert_eq!(vectorized, 4, "{reference}: {}", s.text());
+                }
+            }
+        }
+    }
+
+    /// A whole-nest option (statement fusion) splits the space into groups
+    /// that are drawn equally often, whatever number of per-block variants
+    /// each holds; a space without one draws its traces uniformly, as the
+    /// trace order it is given.
+    #[test]
+    fn each_value_of_a_whole_nest_option_is_drawn_equally_often() {
+        let avx512 = VectorCaps::fixed(512);
+        let space_of = |reference: &str| {
+            let w = load(reference).expect("loads");
+            DesignSpace::generate(
+                &Nest::from_workload(&w, avx512.clone()).with_kinds(vec![(VectorKind::Avx512, avx512.clone())]),
+            )
+        };
+        let softmax = space_of("softmax_rows:M=48,N=40");
+        let fused: Vec<usize> = (0..softmax.traces.len())
+            .filter(|k| softmax.traces[*k].choices.iter().any(|c| c.value == "at the consumer's outer loop"))
+            .collect();
+        assert_eq!((softmax.traces.len(), fused.len()), (17, 1));
+        let mut rng = task_rng(11, 0);
+        let draws = 400;
+        let fused_draws =
+            (0..draws).filter(|_| fused.contains(&softmax.sample(&mut rng).expect("draws").space_trace)).count();
+        assert!((160..=240).contains(&fused_draws), "{fused_draws} of {draws} draws fused");
+        // The cycle, given the traces last first (the fused one, generated
+        // last, first): the fused trace before each separate variant.
+        assert_eq!(fused, [softmax.traces.len() - 1]);
+        let order: Vec<usize> = (0..softmax.traces.len()).rev().collect();
+        let expected: Vec<usize> = order[1..].iter().flat_map(|s| [fused[0], *s]).collect();
+        assert_eq!(softmax.interleave(&order), expected);
+        // No whole-nest option: the order as given, and a uniform draw.
+        let matmul = space_of("matmul:M=64,N=48,K=32");
+        let order: Vec<usize> = (0..matmul.traces.len()).rev().collect();
+        assert_eq!(matmul.interleave(&order), order);
+        let (mut a, mut b) = (task_rng(3, 0), task_rng(3, 0));
+        for _ in 0..20 {
+            let s = matmul.sample(&mut a).expect("draws");
+            let k = b.gen_range(0..matmul.traces.len());
+            let mut n = matmul.nest.clone();
+            let (t, _) = matmul.traces[k].trace.sample(&mut n, &mut b).expect("draws");
+            assert_eq!((s.space_trace, s.text().to_string()), (k, t.to_string()));
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::expr::Expr;
 use crate::ids::{BlockId, LoopId};
-use crate::ir::Nest;
+use crate::ir::{Nest, Node};
 use crate::trace::LoopRv;
 use crate::workload::AxisKind;
 
@@ -29,6 +29,20 @@ pub(crate) fn axis_loops(nest: &Nest, b: BlockId, own: &[(LoopRv, LoopId)]) -> V
         out.push(AxisLoop { rv: *rv, iter: k, kind: blk.iters[k].kind, extent: nest.extent(*l).as_int() });
     }
     out
+}
+
+/// True if iterator `k` of block `b` has no loop of its own worth
+/// vectorizing: every loop that encloses only `b` and drives `k` (if any)
+/// has extent 1. That is a producer computed at its consumer's loop over the same axis
+/// (`compute_at`: softmax's row statements computed one row at a time keep
+/// an own row loop of one iteration), where a vector along `k` would hold
+/// one lane.
+pub(crate) fn single_iteration_axis(nest: &Nest, b: BlockId, k: usize) -> bool {
+    let binding = &nest.block(b).bindings[k];
+    nest.ancestors(Node::Block(b))
+        .into_iter()
+        .filter(|l| binding.uses_var(nest.loop_(*l).var) && nest.blocks_in(Node::Loop(*l)) == [b])
+        .all(|l| nest.extent(l).as_int() == Some(1))
 }
 
 /// The iterator that is the last index of the written tensor (the axis along

@@ -2,7 +2,7 @@
 //! vectorize the reduction axis (vector accumulator, one horizontal
 //! reduction at the end) or keep it outside the vector loop.
 
-use super::analysis::{axis_loops, load_axes, store_axis, AxisLoop};
+use super::analysis::{axis_loops, load_axes, single_iteration_axis, store_axis, AxisLoop};
 use super::common::{vector_tile, vectorize};
 use super::{BlockRule, State};
 use crate::trace::{Inst, LoopRv};
@@ -78,7 +78,9 @@ impl BlockRule for Reduction {
         if let Some(r) = reduce_axis {
             out.extend(Reduction::branch(st, block, r).map(|s| s.choose(block, key, "vector accumulator")));
         }
-        if let Some(sx) = store_axis(nest, b) {
+        // Not along an axis of one iteration (a producer computed at its
+        // consumer's loop over that axis): one lane.
+        if let Some(sx) = store_axis(nest, b).filter(|k| !single_iteration_axis(nest, b, *k)) {
             out.extend(Reduction::branch(st, block, sx).map(|s| s.choose(block, key, "spatial vectors")));
         }
         (!out.is_empty()).then(|| out.into_iter().map(|s| s.mark(self.name())).collect())

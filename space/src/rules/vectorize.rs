@@ -1,6 +1,6 @@
 //! Vector axis and gather strategy for statements without reductions.
 
-use super::analysis::{axis_loops, gathers_when_vectorized, load_axes, store_axis};
+use super::analysis::{axis_loops, gathers_when_vectorized, load_axes, single_iteration_axis, store_axis};
 use super::common::{perfect_tile, vector_tile, vectorize};
 use super::{BlockRule, State};
 use crate::trace::{Inst, LoopRv};
@@ -30,8 +30,13 @@ impl VectorizeAxis {
         let gathered = if gathers_when_vectorized(&s.probe, bid, k) {
             None
         } else {
-            axes.iter()
-                .find(|x| x.iter != k && x.kind == AxisKind::Spatial && gathers_when_vectorized(&s.probe, bid, x.iter))
+            // (Not an axis of one iteration, which has nothing to unroll.)
+            axes.iter().find(|x| {
+                x.iter != k
+                    && x.kind == AxisKind::Spatial
+                    && x.extent != Some(1)
+                    && gathers_when_vectorized(&s.probe, bid, x.iter)
+            })
         };
         let glevels = match gathered {
             Some(g) => Some((g.iter, perfect_tile(&mut s, g, 2, MAX_GATHER_UNROLL)?)),
@@ -83,8 +88,14 @@ impl BlockRule for VectorizeAxis {
                 candidates.push(k);
             }
         }
+        // Labels name the workload's options, whichever remain here, so
+        // that a trace differs from its sibling in the options it changed
+        // (what the structural mutator's distance counts).
         let any_gather = candidates.iter().any(|k| gathers_when_vectorized(nest, b, *k));
         let several = candidates.len() > 1;
+        // A producer computed at its consumer's row loop has one iteration
+        // of that axis left: a vector along it would hold one lane.
+        candidates.retain(|k| !single_iteration_axis(nest, b, *k));
         let out: Vec<State> = candidates
             .into_iter()
             .filter_map(|k| {

@@ -71,14 +71,16 @@ pub fn fresh_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, r
 /// Fresh samples spread over the design-space traces: the `j`-th draw comes
 /// from the `j mod T`-th of the `T` traces in [`Task::least_tried`] order
 /// (ties broken at random), so the traces measured least are drawn from
-/// first and every trace is drawn from before any twice. Otherwise as
+/// first and every trace is drawn from before any twice; where the space
+/// has whole-nest options (statement fusion), the cycle gives each of
+/// their values an equal share ([`scaletune_space::design::DesignSpace::interleave`]). Otherwise as
 /// [`fresh_samples`].
 pub fn spread_samples(task: &Task, n: usize, attempts: usize, seen: &mut Texts, rng: &mut ChaCha8Rng) -> Vec<Sample> {
     if task.space.traces.is_empty() {
         return Vec::new();
     }
     let tiebreak: Vec<u64> = task.space.traces.iter().map(|_| rng.gen()).collect();
-    let order = task.least_tried(&tiebreak);
+    let order = task.space.interleave(&task.least_tried(&tiebreak));
     new_candidates(task, n, attempts, seen, None, rng, |j, r| task.space.sample_trace(order[j % order.len()], r).ok())
 }
 

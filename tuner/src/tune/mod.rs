@@ -105,6 +105,9 @@ pub struct Setup {
     pub rows: Vec<(i64, i64)>,
     /// Cost-model training rows from earlier measurements.
     pub training: Vec<Row>,
+    /// The record of each of [`Setup::training`]'s rows, in the same order:
+    /// a record measured again ([`stale::find_stale`]) takes its row out.
+    pub training_records: Vec<i64>,
     /// Per task, the records it was given, oldest first: what resuming a
     /// job needs to rebuild the task's curve ([`count_earlier_trials`]).
     pub known: Vec<Vec<Known>>,
@@ -144,6 +147,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
     let mut tasks = Vec::new();
     let mut rows = Vec::new();
     let mut training = Vec::new();
+    let mut training_records = Vec::new();
     let mut known_all = Vec::new();
     for (idx, (reference, weight)) in cfg.workloads.iter().enumerate() {
         let w = load_workload(reference)?;
@@ -198,6 +202,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
                 task.codes.insert(lowered.code);
                 if let Some(objective) = objective {
                     training.push(Row { task: idx, features: lowered.features.to_vec(), objective });
+                    training_records.push(rec.id);
                 }
             }
         }
@@ -213,7 +218,7 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
         tasks.push(task);
         known_all.push(known);
     }
-    Ok(Setup { tasks, rows, training, known: known_all })
+    Ok(Setup { tasks, rows, training, training_records, known: known_all })
 }
 
 /// The best schedules the database has of other workloads of the name of

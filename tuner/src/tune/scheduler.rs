@@ -84,7 +84,7 @@ mod tests {
     fn task(idx: usize, weight: f64, curve: &[f64]) -> Task {
         let w = WorkloadRef::parse("axpy:N=64").expect("ref").load().expect("loads");
         let t = Target::load("neon").expect("target");
-        let space = DesignSpace { nest: initial_nest(&w, &t), traces: Vec::new() };
+        let space = DesignSpace::from_traces(initial_nest(&w, &t), Vec::new());
         let mut task = Task::new(idx, Arc::new(w), Arc::new(t), weight, Vec::new(), space);
         task.curve = curve.iter().enumerate().map(|(i, &b)| (i, b)).collect();
         task.trials = curve.len();

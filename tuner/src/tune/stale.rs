@@ -28,6 +28,7 @@ use scaletune_measure::builder::BuildError;
 use scaletune_measure::{Candidate, LlvmBuilder};
 use scaletune_space::design::Sample;
 use scaletune_space::trace::{parse_trace, Trace};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -167,19 +168,36 @@ pub fn find_stale(setup: &mut Setup, builder: &LlvmBuilder, workers: usize) -> S
     });
     let mut report =
         StaleReport { checked: checks.len(), stale: 0, unmeasured: 0, seconds: start.elapsed().as_secs_f64() };
+    let mut stale = HashSet::new();
     for (check, result) in checks.into_iter().zip(results) {
         if result.into_inner().unwrap_or_else(|p| p.into_inner()) == Some(true)
             && measure_again(&mut setup.tasks[check.task], check.record, check.sample)
         {
             report.stale += 1;
+            stale.insert(check.record);
         }
     }
+    forget_training(setup, &stale);
     for (ti, check) in unmeasured(setup) {
         if measure_again(&mut setup.tasks[ti], check.0, check.1) {
             report.unmeasured += 1;
         }
     }
     report
+}
+
+/// Takes the cost-model training rows of `records` out of `setup`: their
+/// figures are of code this build no longer makes, and their new
+/// measurements train the model when they arrive.
+fn forget_training(setup: &mut Setup, records: &HashSet<i64>) {
+    let rows = std::mem::take(&mut setup.training);
+    let ids = std::mem::take(&mut setup.training_records);
+    for (row, id) in rows.into_iter().zip(ids) {
+        if !records.contains(&id) {
+            setup.training.push(row);
+            setup.training_records.push(id);
+        }
+    }
 }
 
 /// The records of each task of `setup` that no runner measured (status
@@ -279,6 +297,84 @@ mod tests {
         let s = super::super::setup(&cfg, &target, &db).expect("setup");
         let queued: Vec<i64> = unmeasured(&s).into_iter().map(|(_, (id, _))| id).collect();
         assert_eq!(queued, [fresh_id, recompiled_id]);
+    }
+
+    /// A record of other code leaves the cost model's training rows with
+    /// the task's best: its figure is not one of the code this build makes.
+    #[test]
+    fn a_stale_record_trains_the_model_no_more() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("t.db")).expect("db");
+        let cfg = job_config("matmul:M=32,N=24,K=8", "host", RunnerKind::Native, &[], 8);
+        let target = Target::load(&cfg.target).expect("target");
+        let first = super::super::setup(&cfg, &target, &db).expect("setup");
+        let task = &first.tasks[0];
+        let (w, t) = (
+            db.upsert_workload(&workload_definition(&task.workload)).expect("workload").id,
+            db.upsert_target(&target.name, &target_definition(&target)).expect("target").id,
+        );
+        let builder = LlvmBuilder::new();
+        let mut rng = scaletune_space::sample::task_rng(5, 0);
+        let mut record = |old_code: bool, seconds: f64| {
+            let s = task.space.sample(&mut rng).expect("samples");
+            let code = if old_code {
+                "old-code".to_string()
+            } else {
+                builder.code(&candidate(task, (*s.trace).clone())).expect("builds")
+            };
+            let run = scaletune_measure::VlMeasurement {
+                vl_bits: task.vls[0],
+                status: scaletune_measure::Status::Ok,
+                message: String::new(),
+                max_abs_err: 0.0,
+                timing: Some(scaletune_measure::Timing {
+                    repeats_s: vec![seconds],
+                    median_s: seconds,
+                    spread: 0.0,
+                    number: 1,
+                    waited_s: Vec::new(),
+                    discarded: 0,
+                }),
+                emulated: None,
+                runner: "native".into(),
+                built_for_vl: None,
+                wall_s: seconds,
+            };
+            let new = NewRecord {
+                job_id: None,
+                workload_id: w,
+                target_id: t,
+                trial_idx: 0,
+                space_trace: task.space.traces[s.space_trace].trace.to_string(),
+                trace: s.text().to_string(),
+                trace_hash: scaletune_database::hash_text(s.text()),
+                runner: cfg.runner_label(),
+                vl_set: vl_set(&task.vls),
+                status: "ok".into(),
+                message: String::new(),
+                metrics: serde_json::to_string(&[run]).expect("serializes"),
+                objective: Some(seconds),
+                objective_kind: cfg.objective.kind.name().into(),
+                build_s: 0.0,
+                run_s: 0.0,
+                vector_kind: None,
+                predicted: None,
+                code: Some(code),
+            };
+            db.insert_record(&new).expect("inserts").id
+        };
+        let current = record(false, 2e-6);
+        let old = record(true, 1e-6);
+        let mut s = super::super::setup(&cfg, &target, &db).expect("setup");
+        assert_eq!(s.training_records, [current, old]);
+        // Objectives in nanoseconds (the figure is recomputed from the runs).
+        let ns = |s: &Setup| s.training.iter().map(|r| (r.objective * 1e9).round() as i64).collect::<Vec<_>>();
+        assert_eq!(ns(&s), [2000, 1000]);
+        let report = find_stale(&mut s, &builder, 2);
+        assert_eq!((report.checked, report.stale), (2, 1), "{report:?}");
+        assert_eq!(s.training_records, [current]);
+        assert_eq!(ns(&s), [2000]);
+        assert_eq!(s.tasks[0].elites.iter().map(|e| e.record).collect::<Vec<_>>(), [current]);
     }
 
     #[test]
