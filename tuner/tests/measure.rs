@@ -40,6 +40,32 @@ fn native_measurement_prints_every_repeat_and_reuses_the_artifact() {
     assert!(t.contains("(object and executable from the artifact cache)"), "{t}");
 }
 
+/// A temporary larger than a thread's stack (the layer norm's differences
+/// of 4096 rows of 768, 12 MiB, against the 8 MiB of the main thread that
+/// runs the kernel) lives on the heap: the kernel runs and checks, where
+/// it used to die of SIGSEGV. Unscheduled and with its statements computed
+/// one row at a time in parallel threads, whose private copies are on the
+/// heap as well.
+#[test]
+fn a_temporary_larger_than_the_stack_is_allocated_on_the_heap() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fused = dir.path().join("fused.trace");
+    std::fs::write(
+        &fused,
+        "b0 = get_block(\"Y\")\nl1, l2 = get_loops(b0)\nb3 = get_block(\"V\")\ncompute_at(b3, l1)\n\
+         b4 = get_block(\"D\")\ncompute_at(b4, l1)\nb5 = get_block(\"Mu\")\ncompute_at(b5, l1)\nparallel(l1)\n",
+    )
+    .expect("write");
+    for schedule in [None, Some(fused.to_str().expect("utf-8"))] {
+        let mut args = vec!["measure", "layer_norm:M=4096,N=768", "--target", "host", "--repeat", "1", "--warmup", "0"];
+        args.extend(schedule.iter().flat_map(|s| ["--schedule", s]));
+        let o = scaletune(&args);
+        let t = text(&o);
+        assert!(o.status.success(), "{schedule:?}: {t}");
+        assert!(t.trim_end().ends_with("verdict: ok"), "{schedule:?}: {t}");
+    }
+}
+
 #[test]
 fn a_schedule_that_does_not_apply_is_bad_input_with_exit_status_2_as_in_check() {
     let dir = tempfile::tempdir().expect("temp dir");

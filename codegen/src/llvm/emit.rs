@@ -72,10 +72,12 @@ pub(crate) fn emit_kernel(
         private_locals,
         n_outlined: 0,
         outlined: false,
+        heap_locals: Vec::new(),
     };
     em.add_attributes()?;
     em.prologue()?;
     em.stmts(&prog.body)?;
+    em.free_heap_locals()?;
     // SAFETY: the builder is positioned at the end of the last open block.
     unsafe { LLVMBuildRetVoid(em.b) };
     Ok(())
@@ -103,7 +105,20 @@ pub(crate) struct Emitter<'a> {
     pub(crate) n_outlined: u32,
     /// True while emitting an outlined body (nested parallel loops run serially).
     pub(crate) outlined: bool,
+    /// Local buffers of the current function allocated on the heap
+    /// ([`HEAP_LOCAL_BYTES`]), freed before it returns.
+    pub(crate) heap_locals: Vec<LLVMValueRef>,
 }
+
+/// Local buffers that may hold more bytes than this are allocated with
+/// `aligned_alloc` and freed on return, not on the stack: a temporary of a
+/// large workload (softmax's exponentials of 16384 rows of 1024, 64 MiB)
+/// would overflow any thread's stack, and a kernel's caller, a tuning
+/// harness or a user's thread, cannot be asked for a larger one. Smaller
+/// buffers (packed panels, register tiles) stay on the stack, where they
+/// cost nothing per call. Not for SME kernels, whose streaming body would
+/// have to leave streaming mode around each call.
+pub const HEAP_LOCAL_BYTES: u64 = 1 << 20;
 
 impl Emitter<'_> {
     pub(crate) fn enum_attr(&self, name: &str, value: u64) -> Result<LLVMAttributeRef, LlvmError> {
@@ -248,11 +263,75 @@ impl Emitter<'_> {
         let BufKind::Local { len } = &b.kind else { return Ok(None) };
         let (dtype, name) = (b.dtype, CString::new(b.name.clone()).unwrap_or_default());
         let count = self.vscale_polynomial(len)?;
+        if self.on_heap(len, dtype.bytes() as u64) {
+            let bytes = self.mul(count, self.t.i64_const(dtype.bytes() as i64));
+            let slot = self.heap_alloc(bytes, &name)?;
+            self.heap_locals.push(slot);
+            return Ok(Some(slot));
+        }
         // SAFETY: the builder is in the entry block; `count` is an i64.
         unsafe {
             let slot = LLVMBuildArrayAlloca(self.b, self.t.elem(Elem::Data(dtype)), count, name.as_ptr());
             LLVMSetAlignment(slot, 64);
             Ok(Some(slot))
+        }
+    }
+
+    /// True if a local buffer of `len` elements (coefficients of powers of
+    /// vscale) of `elem_bytes` each may exceed [`HEAP_LOCAL_BYTES`] at the
+    /// target's largest vscale (and the kernel is not an SME one).
+    fn on_heap(&self, len: &[i64], elem_bytes: u64) -> bool {
+        let caps = &self.target.caps;
+        let vscale = i128::from(caps.vscale_values.iter().copied().max().unwrap_or(1));
+        let elems: i128 = len.iter().enumerate().map(|(p, &c)| i128::from(c) * vscale.pow(p as u32)).sum();
+        !caps.has_sme && elems.saturating_mul(i128::from(elem_bytes)) > i128::from(HEAP_LOCAL_BYTES)
+    }
+
+    /// `aligned_alloc(64, bytes rounded up to 64)`, named `name`.
+    fn heap_alloc(&mut self, bytes: LLVMValueRef, name: &CString) -> Result<LLVMValueRef, LlvmError> {
+        let (f, fn_ty) = self.libc_function("aligned_alloc", self.t.ptr, &mut [self.t.i64, self.t.i64])?;
+        // SAFETY: `bytes` is an i64 of this function; `f` has type `fn_ty`.
+        unsafe {
+            let padded = LLVMBuildAdd(self.b, bytes, self.t.i64_const(63), NONAME);
+            let rounded = LLVMBuildAnd(self.b, padded, self.t.i64_const(!63), NONAME);
+            let mut args = [self.t.i64_const(64), rounded];
+            Ok(LLVMBuildCall2(self.b, fn_ty, f, args.as_mut_ptr(), 2, name.as_ptr()))
+        }
+    }
+
+    /// Frees the current function's [`Emitter::heap_locals`] (the builder
+    /// at its end, before the return).
+    pub(crate) fn free_heap_locals(&mut self) -> Result<(), LlvmError> {
+        let locals = std::mem::take(&mut self.heap_locals);
+        if locals.is_empty() {
+            return Ok(());
+        }
+        let (f, fn_ty) = self.libc_function("free", self.t.void, &mut [self.t.ptr])?;
+        for p in locals {
+            let mut args = [p];
+            // SAFETY: `p` is a pointer of this function; `f` has type `fn_ty`.
+            unsafe { LLVMBuildCall2(self.b, fn_ty, f, args.as_mut_ptr(), 1, NONAME) };
+        }
+        Ok(())
+    }
+
+    /// The declaration of C library function `name` (declared once per module).
+    fn libc_function(
+        &self,
+        name: &str,
+        ret: LLVMTypeRef,
+        params: &mut [LLVMTypeRef],
+    ) -> Result<(LLVMValueRef, LLVMTypeRef), LlvmError> {
+        let cname = CString::new(name).map_err(|_| LlvmError::Internal(format!("function name `{name}`")))?;
+        // SAFETY: the types belong to this context; the name is NUL-terminated.
+        unsafe {
+            let fn_ty = LLVMFunctionType(ret, params.as_mut_ptr(), params.len() as c_uint, 0);
+            let mut f = LLVMGetNamedFunction(self.module, cname.as_ptr());
+            if f.is_null() {
+                f = LLVMAddFunction(self.module, cname.as_ptr(), fn_ty);
+                LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, self.enum_attr("nounwind", 0)?);
+            }
+            Ok((f, fn_ty))
         }
     }
 

@@ -40,6 +40,7 @@ pub const PARALLEL_FOR: &str = "scaletune_parallel_for";
 /// The state of the function being emitted, saved while another is emitted.
 struct Saved {
     func: LLVMValueRef,
+    heap_locals: Vec<LLVMValueRef>,
     regs: Vec<LLVMValueRef>,
     bufs: Vec<LLVMValueRef>,
     block: LLVMBasicBlockRef,
@@ -183,6 +184,7 @@ impl Emitter<'_> {
         }
         let (lo, hi) = (param(params.len() - 2), param(params.len() - 1));
         let result = self.emit_loop(var, lo, hi, body, LoopHint::None);
+        let result = result.and_then(|()| self.free_heap_locals());
         if result.is_ok() {
             // SAFETY: the builder is at the end of the body function's last block.
             unsafe { LLVMBuildRetVoid(self.b) };
@@ -240,6 +242,7 @@ impl Emitter<'_> {
         Saved {
             block: self.current_block(),
             func: std::mem::replace(&mut self.func, f),
+            heap_locals: std::mem::take(&mut self.heap_locals),
             regs: std::mem::replace(&mut self.regs, vec![ptr::null_mut(); self.prog.regs.len()]),
             bufs: std::mem::replace(&mut self.bufs, vec![ptr::null_mut(); self.prog.buffers.len()]),
             outlined: std::mem::replace(&mut self.outlined, true),
@@ -249,6 +252,7 @@ impl Emitter<'_> {
     /// Returns to the function saved by [`Self::enter_function`], at the end of its block.
     fn leave_function(&mut self, saved: Saved) {
         self.func = saved.func;
+        self.heap_locals = saved.heap_locals;
         self.regs = saved.regs;
         self.bufs = saved.bufs;
         self.outlined = saved.outlined;
