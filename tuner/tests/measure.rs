@@ -42,10 +42,10 @@ fn native_measurement_prints_every_repeat_and_reuses_the_artifact() {
 
 /// A temporary larger than a thread's stack (the layer norm's differences
 /// of 4096 rows of 768, 12 MiB, against the 8 MiB of the main thread that
-/// runs the kernel) lives on the heap: the kernel runs and checks, where
-/// it used to die of SIGSEGV. Unscheduled and with its statements computed
-/// one row at a time in parallel threads, whose private copies are on the
-/// heap as well.
+/// runs the kernel) lives on the heap: the unscheduled kernel runs and
+/// checks, where it used to die of SIGSEGV. With its statements computed
+/// one row at a time in parallel threads, each thread's copy keeps one
+/// row (`lower::compact`), and the kernel checks too.
 #[test]
 fn a_temporary_larger_than_the_stack_is_allocated_on_the_heap() {
     let dir = tempfile::tempdir().expect("temp dir");

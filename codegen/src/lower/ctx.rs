@@ -142,6 +142,8 @@ fn lower_raw(nest: &Nest, kernel: &str) -> Result<Program> {
     let mut nest = nest.clone();
     let za_zero_start = super::za::zero_started(&mut nest);
     nest.decompose_all_inits();
+    // Temporaries of rows computed at their row loop keep one row.
+    super::compact::compact_temps(&mut nest);
     let vscale_const = nest.caps.fixed_vscale().or_else(|| fixed_length_sve(&nest)).map(i64::from);
     // A vector loop of one fixed lane is a plain loop.
     for l in nest.all_loops() {

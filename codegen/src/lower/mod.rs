@@ -14,6 +14,7 @@
 
 mod access;
 mod block;
+mod compact;
 mod ctx;
 pub mod math;
 mod reduce;
