@@ -189,21 +189,30 @@ mod tests {
             .collect()
     }
 
-    const FUSED: &str = "b0 = get_block(\"Y\")\nl1, l2 = get_loops(b0)\nb3 = get_block(\"V\")\ncompute_at(b3, l1)\n\
-                         b4 = get_block(\"D\")\ncompute_at(b4, l1)\nb5 = get_block(\"Mu\")\ncompute_at(b5, l1)\n";
+    /// The layer norm's row statements computed at the row loop, or, with
+    /// `split`, at one of the two loops `split(rows, factors=[3, 4])`
+    /// makes (`l3` the outer, `l4` the inner).
+    fn fused_at(split: Option<&str>) -> String {
+        let (split, at) = match split {
+            Some(at) => ("l3, l4 = split(l1, factors=[3, 4])\n", at),
+            None => ("", "l1"),
+        };
+        let mut t = format!("b0 = get_block(\"Y\")\nl1, l2 = get_loops(b0)\n{split}");
+        for (i, b) in ["V", "D", "Mu"].iter().enumerate() {
+            t.push_str(&format!("b{i}{b} = get_block(\"{b}\")\ncompute_at(b{i}{b}, {at})\n"));
+        }
+        t
+    }
 
     #[test]
     fn the_temporaries_of_a_row_computed_at_its_row_loop_keep_one_row() {
-        let mut nest = scheduled("layer_norm:M=12,N=40", FUSED);
+        let mut nest = scheduled("layer_norm:M=12,N=40", &fused_at(None));
         assert_eq!(compact_temps(&mut nest), 3);
         assert_eq!(shapes(&nest), ["Mu[1]", "D[1, 40]", "V[1]"]);
         nest.verify().expect("still a valid nest");
-        // Rows split in two loops, the row statements at the inner one:
-        // the row index is 4 * outer + inner, one slice per iteration.
-        let split = "b0 = get_block(\"Y\")\nl1, l2 = get_loops(b0)\nl3, l4 = split(l1, factors=[3, 4])\n\
-                     b5 = get_block(\"V\")\ncompute_at(b5, l4)\nb6 = get_block(\"D\")\ncompute_at(b6, l4)\n\
-                     b7 = get_block(\"Mu\")\ncompute_at(b7, l4)\n";
-        let mut nest = scheduled("layer_norm:M=12,N=40", split);
+        // At the inner of two row loops: the row index is 4 * outer +
+        // inner, one slice per iteration of both.
+        let mut nest = scheduled("layer_norm:M=12,N=40", &fused_at(Some("l4")));
         assert_eq!(compact_temps(&mut nest), 3);
         assert_eq!(shapes(&nest), ["Mu[1]", "D[1, 40]", "V[1]"]);
     }
@@ -214,12 +223,9 @@ mod tests {
         let mut nest = scheduled("layer_norm:M=12,N=40", "");
         assert_eq!(compact_temps(&mut nest), 0);
         assert_eq!(shapes(&nest), ["Mu[12]", "D[12, 40]", "V[12]"]);
-        // Computed at the outer half of a split row loop: each iteration
-        // holds 4 rows (an own row loop of 4), so no dimension is fixed.
-        let outer = "b0 = get_block(\"Y\")\nl1, l2 = get_loops(b0)\nl3, l4 = split(l1, factors=[3, 4])\n\
-                     b5 = get_block(\"V\")\ncompute_at(b5, l3)\nb6 = get_block(\"D\")\ncompute_at(b6, l3)\n\
-                     b7 = get_block(\"Mu\")\ncompute_at(b7, l3)\n";
-        let mut nest = scheduled("layer_norm:M=12,N=40", outer);
+        // At the outer of two row loops: each iteration holds 4 rows (an
+        // own row loop of 4), so no dimension is fixed.
+        let mut nest = scheduled("layer_norm:M=12,N=40", &fused_at(Some("l3")));
         assert_eq!(compact_temps(&mut nest), 0);
         assert_eq!(shapes(&nest), ["Mu[12]", "D[12, 40]", "V[12]"]);
     }

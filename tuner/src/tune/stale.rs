@@ -245,44 +245,71 @@ mod tests {
     use scaletune_codegen::target::Target;
     use scaletune_database::{Database, NewRecord};
 
-    /// A record no runner measured is measured again once per code: not
-    /// when its history holds an `unmeasured` run of the same code.
-    #[test]
-    fn a_record_no_runner_measured_is_measured_again_once_per_code() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = Database::open(&dir.path().join("t.db")).expect("db");
+    /// A database in `dir`, a native job on matmul 32x24x8, its target and
+    /// its set-up before any record.
+    struct Fixture {
+        db: Database,
+        cfg: crate::tune::JobConfig,
+        target: Target,
+        first: Setup,
+        ids: (i64, i64),
+    }
+
+    fn fixture(dir: &std::path::Path) -> Fixture {
+        let db = Database::open(&dir.join("t.db")).expect("db");
         let cfg = job_config("matmul:M=32,N=24,K=8", "host", RunnerKind::Native, &[], 8);
         let target = Target::load(&cfg.target).expect("target");
         let first = super::super::setup(&cfg, &target, &db).expect("setup");
-        let task = &first.tasks[0];
-        let (w, t) = (
-            db.upsert_workload(&workload_definition(&task.workload)).expect("workload").id,
+        let ids = (
+            db.upsert_workload(&workload_definition(&first.tasks[0].workload)).expect("workload").id,
             db.upsert_target(&target.name, &target_definition(&target)).expect("target").id,
         );
-        let mut rng = scaletune_space::sample::task_rng(3, 0);
-        let mut record = |code: &str| {
-            let s = task.space.sample(&mut rng).expect("samples");
+        Fixture { db, cfg, target, first, ids }
+    }
+
+    impl Fixture {
+        /// A record of sample `s` of the task, with `status`, `metrics`, `objective` and `code`.
+        fn record(&self, s: &Sample, status: &str, metrics: String, objective: Option<f64>, code: &str) -> NewRecord {
+            let task = &self.first.tasks[0];
             NewRecord {
                 job_id: None,
-                workload_id: w,
-                target_id: t,
+                workload_id: self.ids.0,
+                target_id: self.ids.1,
                 trial_idx: 0,
                 space_trace: task.space.traces[s.space_trace].trace.to_string(),
                 trace: s.text().to_string(),
                 trace_hash: scaletune_database::hash_text(s.text()),
-                runner: cfg.runner_label(),
+                runner: self.cfg.runner_label(),
                 vl_set: vl_set(&task.vls),
-                status: "unmeasured".into(),
-                message: "every agent gone".into(),
-                metrics: "[]".into(),
-                objective: None,
-                objective_kind: cfg.objective.kind.name().into(),
+                status: status.into(),
+                message: if status == "ok" { String::new() } else { "every agent gone".into() },
+                metrics,
+                objective,
+                objective_kind: self.cfg.objective.kind.name().into(),
                 build_s: 0.0,
                 run_s: 0.0,
                 vector_kind: None,
                 predicted: None,
                 code: Some(code.into()),
             }
+        }
+
+        fn setup(&self) -> Setup {
+            super::super::setup(&self.cfg, &self.target, &self.db).expect("setup")
+        }
+    }
+
+    /// A record no runner measured is measured again once per code: not
+    /// when its history holds an `unmeasured` run of the same code.
+    #[test]
+    fn a_record_no_runner_measured_is_measured_again_once_per_code() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = fixture(dir.path());
+        let db = &f.db;
+        let mut rng = scaletune_space::sample::task_rng(3, 0);
+        let mut record = |code: &str| {
+            let s = f.first.tasks[0].space.sample(&mut rng).expect("samples");
+            f.record(&s, "unmeasured", "[]".into(), None, code)
         };
         let (fresh, twice, recompiled) = (record("a"), record("b"), record("c"));
         assert!(fresh.trace != twice.trace && twice.trace != recompiled.trace);
@@ -294,7 +321,7 @@ mod tests {
         let recompiled_id = db.insert_record(&recompiled).expect("inserts").id;
         db.replace_record(&recompiled).expect("replaces");
         db.replace_record(&NewRecord { code: Some("d".into()), ..recompiled.clone() }).expect("replaces");
-        let s = super::super::setup(&cfg, &target, &db).expect("setup");
+        let s = f.setup();
         let queued: Vec<i64> = unmeasured(&s).into_iter().map(|(_, (id, _))| id).collect();
         assert_eq!(queued, [fresh_id, recompiled_id]);
     }
@@ -304,15 +331,8 @@ mod tests {
     #[test]
     fn a_stale_record_trains_the_model_no_more() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Database::open(&dir.path().join("t.db")).expect("db");
-        let cfg = job_config("matmul:M=32,N=24,K=8", "host", RunnerKind::Native, &[], 8);
-        let target = Target::load(&cfg.target).expect("target");
-        let first = super::super::setup(&cfg, &target, &db).expect("setup");
-        let task = &first.tasks[0];
-        let (w, t) = (
-            db.upsert_workload(&workload_definition(&task.workload)).expect("workload").id,
-            db.upsert_target(&target.name, &target_definition(&target)).expect("target").id,
-        );
+        let f = fixture(dir.path());
+        let task = &f.first.tasks[0];
         let builder = LlvmBuilder::new();
         let mut rng = scaletune_space::sample::task_rng(5, 0);
         let mut record = |old_code: bool, seconds: f64| {
@@ -340,32 +360,12 @@ mod tests {
                 built_for_vl: None,
                 wall_s: seconds,
             };
-            let new = NewRecord {
-                job_id: None,
-                workload_id: w,
-                target_id: t,
-                trial_idx: 0,
-                space_trace: task.space.traces[s.space_trace].trace.to_string(),
-                trace: s.text().to_string(),
-                trace_hash: scaletune_database::hash_text(s.text()),
-                runner: cfg.runner_label(),
-                vl_set: vl_set(&task.vls),
-                status: "ok".into(),
-                message: String::new(),
-                metrics: serde_json::to_string(&[run]).expect("serializes"),
-                objective: Some(seconds),
-                objective_kind: cfg.objective.kind.name().into(),
-                build_s: 0.0,
-                run_s: 0.0,
-                vector_kind: None,
-                predicted: None,
-                code: Some(code),
-            };
-            db.insert_record(&new).expect("inserts").id
+            let metrics = serde_json::to_string(&[run]).expect("serializes");
+            f.db.insert_record(&f.record(&s, "ok", metrics, Some(seconds), &code)).expect("inserts").id
         };
         let current = record(false, 2e-6);
         let old = record(true, 1e-6);
-        let mut s = super::super::setup(&cfg, &target, &db).expect("setup");
+        let mut s = f.setup();
         assert_eq!(s.training_records, [current, old]);
         // Objectives in nanoseconds (the figure is recomputed from the runs).
         let ns = |s: &Setup| s.training.iter().map(|r| (r.objective * 1e9).round() as i64).collect::<Vec<_>>();
