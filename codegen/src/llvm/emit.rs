@@ -289,7 +289,7 @@ impl Emitter<'_> {
 
     /// `aligned_alloc(64, bytes rounded up to 64)`, named `name`.
     fn heap_alloc(&mut self, bytes: LLVMValueRef, name: &CString) -> Result<LLVMValueRef, LlvmError> {
-        let (f, fn_ty) = self.libc_function("aligned_alloc", self.t.ptr, &mut [self.t.i64, self.t.i64])?;
+        let (f, fn_ty) = self.external_function("aligned_alloc", self.t.ptr, &mut [self.t.i64, self.t.i64])?;
         // SAFETY: `bytes` is an i64 of this function; `f` has type `fn_ty`.
         unsafe {
             let padded = LLVMBuildAdd(self.b, bytes, self.t.i64_const(63), NONAME);
@@ -306,7 +306,7 @@ impl Emitter<'_> {
         if locals.is_empty() {
             return Ok(());
         }
-        let (f, fn_ty) = self.libc_function("free", self.t.void, &mut [self.t.ptr])?;
+        let (f, fn_ty) = self.external_function("free", self.t.void, &mut [self.t.ptr])?;
         for p in locals {
             let mut args = [p];
             // SAFETY: `p` is a pointer of this function; `f` has type `fn_ty`.
@@ -315,8 +315,9 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// The declaration of C library function `name` (declared once per module).
-    fn libc_function(
+    /// The declaration of external function `name` (a C library function,
+    /// the parallel runtime), `nounwind`, declared once per module.
+    pub(crate) fn external_function(
         &self,
         name: &str,
         ret: LLVMTypeRef,

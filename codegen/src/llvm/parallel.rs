@@ -105,18 +105,7 @@ impl Emitter<'_> {
 
     /// Declares `void scaletune_parallel_for(ptr fn, ptr ctx, i64 n)` once per module.
     fn runtime_declaration(&self) -> Result<(LLVMValueRef, LLVMTypeRef), LlvmError> {
-        let name = CString::new(PARALLEL_FOR).unwrap_or_default();
-        let mut params = [self.t.ptr, self.t.ptr, self.t.i64];
-        // SAFETY: the types belong to this context; the name is NUL-terminated.
-        unsafe {
-            let fn_ty = LLVMFunctionType(self.t.void, params.as_mut_ptr(), 3, 0);
-            let mut f = LLVMGetNamedFunction(self.module, name.as_ptr());
-            if f.is_null() {
-                f = LLVMAddFunction(self.module, name.as_ptr(), fn_ty);
-                LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, self.enum_attr("nounwind", 0)?);
-            }
-            Ok((f, fn_ty))
-        }
+        self.external_function(PARALLEL_FOR, self.t.void, &mut [self.t.ptr, self.t.ptr, self.t.i64])
     }
 
     /// Adds an internal function with the kernel's function attributes.
