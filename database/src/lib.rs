@@ -10,9 +10,11 @@
 //! that is not SQLite, a corrupt one, another application's database, or one
 //! written by a newer scaletune.
 //!
-//! Concurrency: WAL journal, a busy timeout, and every write in an
-//! `IMMEDIATE` transaction, so several processes tuning into one file wait
-//! for each other instead of failing with "database is locked".
+//! Concurrency: WAL journal, a busy timeout, every write in an `IMMEDIATE`
+//! transaction, and the switch to WAL at open (which SQLite's busy handler
+//! does not cover) tried again while another process holds the lock, so
+//! several processes tuning into one file, a new one included, wait for
+//! each other instead of failing with "database is locked".
 
 mod baselines;
 mod check;

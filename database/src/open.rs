@@ -2,10 +2,10 @@
 
 use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 use crate::{Database, DbError};
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The environment variable naming the default database.
 pub const DB_ENV: &str = "SCALETUNE_DB";
@@ -51,8 +51,11 @@ impl Database {
 
     fn configure(&self) -> Result<(), DbError> {
         self.conn.busy_timeout(BUSY_TIMEOUT)?;
-        // journal_mode answers with the mode in force; a new file switches to WAL.
-        let _: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        // journal_mode answers with the mode in force; a new file switches to
+        // WAL. The switch takes the file's lock without SQLite's busy
+        // handler, so a process that creates the file while another one does
+        // is told "database is locked" at once: wait for it here instead.
+        let _: String = wait_while_busy(|| self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))?;
         self.conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
         Ok(())
     }
@@ -77,6 +80,27 @@ impl Database {
         }
         tx.commit()?;
         Ok(())
+    }
+}
+
+/// Runs `f` again while it fails because another connection holds the
+/// file's lock, pausing 1 ms, then twice as long each time up to 100 ms,
+/// for at most [`BUSY_TIMEOUT`] in all (the wait SQLite's own busy handler
+/// gives the statements that use it).
+fn wait_while_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            result => return result,
+        }
     }
 }
 

@@ -406,6 +406,36 @@ fn concurrent_writers_lose_nothing_and_never_see_a_locked_database() {
 }
 
 #[test]
+fn processes_creating_one_new_file_at_once_never_see_a_locked_database() {
+    // Two jobs started together on a database that does not exist yet
+    // race to create it, switch it to WAL and migrate it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for round in 0..40 {
+        let path = dir.path().join(format!("new{round}.db"));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let openers: Vec<_> = (0..4)
+            .map(|w| {
+                let (path, start) = (path.clone(), std::sync::Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    let db = Database::open(&path).map_err(|e| format!("opener {w}: {e}"))?;
+                    db.insert_record(&record(&db, None, &format!("w{w}"), Some(1.0), "256"))
+                        .map_err(|e| format!("writer {w}: {e}"))
+                })
+            })
+            .collect();
+        for o in openers {
+            if let Err(e) = o.join().expect("opener") {
+                panic!("round {round}: {e}");
+            }
+        }
+        let db = Database::open(&path).expect("opens");
+        assert_eq!(db.all_records().expect("records").len(), 4);
+        assert!(db.check().expect("checks").ok());
+    }
+}
+
+#[test]
 fn a_record_is_durable_the_moment_it_is_inserted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.db");
