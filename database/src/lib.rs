@@ -14,7 +14,10 @@
 //! transaction, and the switch to WAL at open (which SQLite's busy handler
 //! does not cover) tried again while another process holds the lock, so
 //! several processes tuning into one file, a new one included, wait for
-//! each other instead of failing with "database is locked".
+//! each other instead of failing with "database is locked"; and the
+//! inspection at open reads a file in use under its locks, from one
+//! snapshot, so another process's checkpoint or creation of the file does
+//! not look like damage.
 
 mod baselines;
 mod check;

@@ -104,9 +104,11 @@ fn wait_while_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::R
     }
 }
 
-/// Checks an existing file without writing to it, without taking a lock
-/// and without creating a journal: the header read as bytes, then the schema
-/// and a quick integrity check through an immutable read-only connection.
+/// Checks an existing file without writing to it: the header read as bytes,
+/// then the schema and a quick integrity check through an immutable
+/// read-only connection (no lock, no journal), or, for a WAL file that
+/// another process has open, through a read-only connection that shares
+/// its locks.
 fn inspect(path: &Path) -> Result<(), DbError> {
     let file = path.display().to_string();
     let corrupt = |reason: &str| DbError::Corrupt { file: file.clone(), reason: reason.to_string() };
@@ -116,19 +118,37 @@ fn inspect(path: &Path) -> Result<(), DbError> {
     if &header[..16] != MAGIC {
         return Err(corrupt("no SQLite header"));
     }
-    let word = |at: usize| i32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
-    let (user_version, application_id) = (i64::from(word(60)), word(68));
+    // A file that another process has open in WAL mode (its `-wal` and
+    // `-shm` files exist) changes under a reader that takes no lock: its
+    // commits reach the main file, header included, by checkpoints (a job's
+    // connection checkpoints after about 4 MB of WAL, and when it closes),
+    // and such a reader may see pages of two states, which look damaged, or
+    // a header older than the schema. Such a file is read through a
+    // connection that shares its locks and reads the WAL (it creates no
+    // file: both exist); any other through an immutable one, which takes no
+    // lock and writes nothing beside a file that may not be ours.
+    let in_use = header[18] == 2 && header[19] == 2 && ["-wal", "-shm"].iter().all(|s| beside(path, s).exists());
+    let conn = reader(path, !in_use).map_err(|e| corrupt(&e.to_string()))?;
+    // Everything below from one snapshot (a process creating the file may
+    // commit its schema between two statements), and the schema's words
+    // from it, not from the header read above: the last process to close
+    // the file may have checkpointed it in between, header and tables alike.
+    let snapshot = conn.unchecked_transaction().map_err(|e| corrupt(&e.to_string()))?;
+    let conn = &*snapshot;
+    let pragma = |name: &str| -> Result<i64, DbError> {
+        wait_while_busy(|| conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0)))
+            .map_err(|e| corrupt(&e.to_string()))
+    };
+    let application_id = i32::try_from(pragma("application_id")?).map_err(|_| corrupt("application id"))?;
+    let user_version = pragma("user_version")?;
     if application_id != 0 && application_id != APPLICATION_ID {
         return Err(DbError::Foreign { file, reason: format!("application id {application_id:#x}") });
     }
     if application_id == APPLICATION_ID && user_version > SCHEMA_VERSION {
         return Err(DbError::Newer { file, found: user_version, known: SCHEMA_VERSION });
     }
-    let uri = format!("file:{}?immutable=1", uri_path(path));
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(uri, flags).map_err(|e| corrupt(&e.to_string()))?;
-    let check: String =
-        conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)).map_err(|e| corrupt(&e.to_string()))?;
+    let check: String = wait_while_busy(|| conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)))
+        .map_err(|e| corrupt(&e.to_string()))?;
     if check != "ok" {
         return Err(corrupt(&check));
     }
@@ -142,6 +162,27 @@ fn inspect(path: &Path) -> Result<(), DbError> {
         }
     }
     Ok(())
+}
+
+/// A read-only connection to the file at `path`: `immutable`, one that
+/// takes no lock and ignores the WAL; otherwise one that shares the file as
+/// a reader (waiting, like every statement, while another process holds
+/// the lock).
+fn reader(path: &Path, immutable: bool) -> rusqlite::Result<Connection> {
+    let uri = format!("file:{}{}", uri_path(path), if immutable { "?immutable=1" } else { "" });
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(uri, flags)?;
+    if !immutable {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+    }
+    Ok(conn)
+}
+
+/// The file SQLite keeps beside `path` with `suffix` (`-wal`, `-shm`).
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// A path as the path part of an SQLite URI (`%`, `?` and `#` escaped).

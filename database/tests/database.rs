@@ -436,6 +436,37 @@ fn processes_creating_one_new_file_at_once_never_see_a_locked_database() {
 }
 
 #[test]
+fn a_database_opened_while_another_process_checkpoints_it_is_not_called_corrupt() {
+    // A job's commits reach the main file by checkpoints (SQLite's
+    // automatic one after about 4 MB of WAL): a process that opens the file
+    // meanwhile must not take the pages being copied for damage.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("busy.db");
+    Database::open(&path).expect("creates");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (path, done) = (path.clone(), std::sync::Arc::clone(&done));
+        std::thread::spawn(move || {
+            let db = Database::open(&path).expect("opens");
+            let padding = "x".repeat(64 * 1024);
+            for i in 0..600 {
+                db.insert_record(&record(&db, None, &format!("t{i} {padding}"), Some(1.0), "256")).expect("inserts");
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let mut opens = 0;
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        if let Err(e) = Database::open(&path) {
+            panic!("open {opens} while the writer checkpoints: {e}");
+        }
+        opens += 1;
+    }
+    writer.join().expect("writer");
+    assert!(opens > 0);
+}
+
+#[test]
 fn a_record_is_durable_the_moment_it_is_inserted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.db");
