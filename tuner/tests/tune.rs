@@ -199,12 +199,25 @@ fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
             assert!(run["objective"].as_f64().is_some_and(|x| x > 0.0), "{run}");
         }
     }
-    // `db best` answers with a re-measured record and says so.
+    // `db best` answers with a re-measured record and says so, unless the
+    // unscheduled nest (the job's baseline, measured once) beat them all,
+    // as it may on a noisy machine with 8 random trials of a tiny matmul.
     let best = scaletune(&["db", "best", WORKLOAD, "--target", "host", "--db", db.to_str().expect("utf-8")]);
-    let first = stdout(&best).lines().next().unwrap_or_default().to_string();
-    assert!(first.contains("(median of 3 runs)"), "{}", text(&best));
-    // `show` lists its runs.
-    let record = first.split_whitespace().nth(2).map(|r| r.trim_end_matches(':')).expect("record id").to_string();
+    let best_text = stdout(&best);
+    let first = best_text.lines().next().unwrap_or_default().to_string();
+    let baseline_won = best_text.lines().nth(1) == Some("# the unscheduled loop nest: no measured schedule beat it");
+    assert!(first.contains("(median of 3 runs)") || baseline_won, "{}", text(&best));
+    // `db top` lists the re-measured records as such, and `show` lists a re-measured record's runs.
+    let top = scaletune(&["db", "top", WORKLOAD, "--target", "host", "--db", db.to_str().expect("utf-8")]);
+    let top_text = stdout(&top);
+    let confirmed: Vec<&str> = top_text.lines().filter(|l| l.contains("(median of 3 runs)")).collect();
+    assert!(confirmed.len() >= 3, "{}", text(&top));
+    if baseline_won {
+        assert!(top_text.lines().next().is_some_and(|l| l.ends_with("(unscheduled nest)")), "{top_text}");
+    } else {
+        assert!(top_text.lines().next() == confirmed.first().copied(), "{top_text}");
+    }
+    let record = confirmed[0].split_whitespace().nth(1).expect("record id").to_string();
     let show = scaletune(&["show", &record, "--db", db.to_str().expect("utf-8")]);
     let shown = stdout(&show);
     let runs: Vec<&str> = shown.lines().filter(|l| l.starts_with("re-measured: status ok; objective ")).collect();
