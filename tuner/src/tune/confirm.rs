@@ -1,4 +1,4 @@
-//! The end of a timed job: each task's best candidates measured again in interleaved rounds, so the winner is not decided by one lucky or unlucky run on a busy machine.
+//! The end of a timed job: each task's best candidates (and its unscheduled nest, where that ranks among them) measured again in interleaved rounds, so the winner is not decided by one lucky or unlucky run on a busy machine.
 //!
 //! Every run is kept in its record (`Database::remeasure`); the record's
 //! confirmed objective is the median over its first measurement and every
@@ -80,6 +80,19 @@ struct Rounds {
     interrupted: bool,
 }
 
+/// The unscheduled nest's record, if `task` has one that passed and whose
+/// objective would rank it among the best `top` candidates: it is then
+/// confirmed with them, since `scaletune build` ships it where no schedule
+/// beats it (a nest slower than all of them is not measured again).
+fn contending_baseline(task: &Task, top: usize) -> Option<i64> {
+    let (record, baseline) = (task.baseline_record?, task.baseline?);
+    let contends = match task.elites.get(top.checked_sub(1)?) {
+        Some(last) => baseline < last.objective,
+        None => true,
+    };
+    contends.then_some(record)
+}
+
 impl Loop<'_> {
     /// The candidate a batch of `task` measures again besides its trials:
     /// the best so far, while it has fewer than `best_runs` runs (timed
@@ -118,7 +131,9 @@ impl Loop<'_> {
     }
 
     /// Re-measures the best `cfg.top` candidates of every task `cfg.rounds`
-    /// times and re-ranks each task's elites by their confirmed objectives.
+    /// times, with the unscheduled nest where it ranks among them, and
+    /// re-ranks each task's elites (and its baseline) by their confirmed
+    /// objectives.
     /// If the best is then a candidate not re-measured yet (it was behind
     /// the top ones at first), it is re-measured too, up to `cfg.top` more
     /// times, so the winner is always a confirmed one. Does nothing for
@@ -129,14 +144,17 @@ impl Loop<'_> {
             return Ok(out);
         }
         for (ti, task) in tasks.iter_mut().enumerate() {
-            if task.elites.len() < 2 {
+            let mut next: Vec<(i64, Trace)> =
+                task.elites.iter().take(cfg.top).map(|s| (s.record, (*s.sample.trace).clone())).collect();
+            if let Some(record) = contending_baseline(task, cfg.top) {
+                next.push((record, Trace::default()));
+            }
+            if next.len() < 2 {
                 continue;
             }
             let before = task.best_scored().map(|s| (s.record, s.objective));
             let mut done: Vec<i64> = Vec::new();
             let (mut runs, mut passed) = (0, 0);
-            let mut next: Vec<(i64, Trace)> =
-                task.elites.iter().take(cfg.top).map(|s| (s.record, (*s.sample.trace).clone())).collect();
             let mut extra = 0;
             while !next.is_empty() {
                 let r = self.rounds(task, &next, cfg.rounds).await?;
@@ -146,6 +164,16 @@ impl Loop<'_> {
                     done.push(*record);
                     if let Some(status) = failed {
                         task.disqualified(*record, status);
+                    }
+                    if task.baseline_record == Some(*record) {
+                        // The unscheduled nest: its median is what a schedule must beat
+                        // now; if a run of it failed, nothing is quoted against it.
+                        match (c, failed) {
+                            (_, Some(_)) => task.baseline = None,
+                            (Some(c), None) => task.baseline = Some(*c),
+                            (None, None) => {}
+                        }
+                        continue;
                     }
                     match (c, task.elites.iter().position(|s| s.record == *record)) {
                         // A candidate that passed once and then misbehaved is no winner.
@@ -453,6 +481,91 @@ mod tests {
             .expect("records");
         assert_eq!(best, first_best.trace);
         assert_eq!(finished.state.confirmed_at, None, "a resumed job re-measures");
+    }
+
+    /// The unscheduled nest (the first batch's candidate 0) first runs in
+    /// `baseline_first` seconds and then in 50 ms; every other object runs
+    /// in 1 ms + 0.1 ms per object seen before it, every time.
+    struct LuckyBaseline {
+        baseline_first: f64,
+        baseline: Mutex<Option<String>>,
+        times: Mutex<HashMap<String, f64>>,
+    }
+
+    #[async_trait]
+    impl Runner for LuckyBaseline {
+        fn name(&self) -> String {
+            "lucky-baseline".into()
+        }
+        fn accepts(&self, target: &Target, _vl_bits: u32) -> bool {
+            target.is_native()
+        }
+        async fn run(&self, built: Arc<Built>, vl_bits: &[u32]) -> Vec<VlMeasurement> {
+            let vl = vl_bits.first().copied().unwrap_or(256);
+            let mut baseline = self.baseline.lock().expect("lock");
+            if baseline.is_none() && built.candidate == 0 {
+                *baseline = Some(built.artifact.clone());
+                return vec![timed(vl, self.baseline_first)];
+            }
+            if baseline.as_deref() == Some(built.artifact.as_str()) {
+                return vec![timed(vl, 50e-3)];
+            }
+            let mut times = self.times.lock().expect("lock");
+            let seen = times.len();
+            vec![timed(vl, *times.entry(built.artifact.clone()).or_insert(1e-3 + 1e-4 * seen as f64))]
+        }
+    }
+
+    /// True if `x` is `want` up to rounding.
+    fn near(x: Option<f64>, want: f64) -> bool {
+        x.is_some_and(|x| (x - want).abs() <= 1e-9 * want)
+    }
+
+    fn lucky_baseline(baseline_first: f64) -> Ran {
+        let runner = LuckyBaseline { baseline_first, baseline: Mutex::new(None), times: Mutex::new(HashMap::new()) };
+        run(Arc::new(runner), 6, 6, ConfirmConfig { top: 2, rounds: 2, best_runs: 0 }, Arc::new(Notify::new()))
+    }
+
+    /// The database's record of the unscheduled nest.
+    fn baseline_record(db: &Database) -> scaletune_database::Record {
+        db.all_records().expect("records").into_iter().find(|r| r.trace.is_empty()).expect("a baseline record")
+    }
+
+    #[test]
+    fn an_unscheduled_nest_whose_first_run_was_lucky_is_confirmed_with_the_best_and_loses() {
+        let ran = lucky_baseline(0.5e-3);
+        let task = &ran.tasks[0];
+        let base = baseline_record(&ran.db);
+        // It ranked first, so it was re-measured with the best two: every run kept.
+        assert!(near(base.objective, 0.5e-3), "{:?}", base.objective);
+        assert_eq!(base.remeasured.iter().map(|m| m.status.as_str()).collect::<Vec<_>>(), ["ok", "ok"]);
+        assert!(near(base.confirmed, 50e-3), "the median of 0.5, 50 and 50 ms: {:?}", base.confirmed);
+        assert_eq!((task.baseline_record, task.baseline), (Some(base.id), base.confirmed));
+        assert_eq!(ran.finished.confirmed[0].candidates, 3);
+        // What `build` ships and `db best` gives is the best schedule, not the nest.
+        let best = task.best_scored().expect("a best schedule");
+        assert!(best.objective < 2e-3, "{}", best.objective);
+        assert_eq!(task.shipped(), Some(best.objective));
+        let (wh, th) = (
+            hash_text(&store::workload_definition(&task.workload)),
+            hash_text(&store::target_definition(&task.target)),
+        );
+        let first = ran.db.best_k(&wh, &th, 1, &RecordFilter::default()).expect("best").remove(0);
+        assert_eq!((first.id, first.confirmed), (best.record, Some(best.objective)));
+        // A job resuming from the database knows the nest's median.
+        let (target, kind, _) = runner_target("host", Some(RunnerKind::Native), &[]).expect("host");
+        let again = setup(&job_config("matmul:M=16,N=16,K=8", "host", kind, &[], 6), &target, &ran.db).expect("setup");
+        assert_eq!((again.tasks[0].baseline_record, again.tasks[0].baseline), (Some(base.id), base.confirmed));
+    }
+
+    #[test]
+    fn an_unscheduled_nest_slower_than_the_best_is_not_measured_again() {
+        let ran = lucky_baseline(10e-3);
+        let base = baseline_record(&ran.db);
+        assert!(base.remeasured.is_empty(), "{:?}", base.remeasured);
+        assert!(near(base.objective, 10e-3) && base.confirmed.is_none(), "{:?} {:?}", base.objective, base.confirmed);
+        assert_eq!(ran.tasks[0].baseline, base.objective);
+        assert_eq!(ran.finished.confirmed[0].candidates, 2);
     }
 
     /// The first run of each object takes 1 ms + 0.1 ms per object seen

@@ -254,6 +254,7 @@ impl Loop<'_> {
                 if sample.trace.insts.is_empty() {
                     task.measured.insert(String::new());
                     task.baseline = objective;
+                    task.baseline_record = Some(inserted.id);
                 } else {
                     task.observe(sample, objective, inserted.id);
                     if let Some(lowered) = task.lowered_one(sample) {

@@ -187,7 +187,10 @@ pub fn setup(cfg: &JobConfig, target: &Target, db: &Database) -> anyhow::Result<
                 retried: rec.superseded.iter().any(|h| h.status == "unmeasured" && h.code == rec.code),
             };
             if rec.trace.is_empty() {
-                task.baseline = objective.or(task.baseline);
+                if objective.is_some() || task.baseline.is_none() {
+                    task.baseline = objective;
+                    task.baseline_record = Some(rec.id);
+                }
                 known.push(seen);
                 continue;
             }

@@ -230,6 +230,7 @@ fn measure_again(task: &mut Task, record: i64, sample: Option<Sample>) -> bool {
         Some(sample) => task.stale.push_back(sample),
         None => {
             task.baseline = None;
+            task.baseline_record = None;
             task.measured.remove(&text);
         }
     }

@@ -104,6 +104,11 @@ pub struct Task {
     pub incumbents: Vec<Option<i64>>,
     /// The unscheduled nest's objective, when measured (the speed-up baseline).
     pub baseline: Option<f64>,
+    /// The unscheduled nest's record, when measured: the end of a timed job
+    /// measures it again with the best candidates when it ranks among them
+    /// ([`super::confirm`]), so a lucky first run of it does not stand
+    /// against their medians.
+    pub baseline_record: Option<i64>,
     /// Samples that could not be drawn (an empty or unusable design space).
     pub draw_failures: usize,
     /// How often this job's trials were timed while other tasks held their CPU.
@@ -179,6 +184,7 @@ impl Task {
             curve: Vec::new(),
             incumbents: Vec::new(),
             baseline: None,
+            baseline_record: None,
             draw_failures: 0,
             contention: Contention::default(),
             lowered_cache: Mutex::new(FeatureCache::default()),
