@@ -17,7 +17,9 @@
 //! each other instead of failing with "database is locked"; and the
 //! inspection at open reads a file in use under its locks, from one
 //! snapshot, so another process's checkpoint or creation of the file does
-//! not look like damage.
+//! not look like damage; a file nobody has open is read without locks, and
+//! a refusal from that read is made again (another process may have opened,
+//! written and closed the file under it).
 
 mod baselines;
 mod check;

@@ -467,6 +467,48 @@ fn a_database_opened_while_another_process_checkpoints_it_is_not_called_corrupt(
 }
 
 #[test]
+fn a_database_opened_while_others_open_write_and_close_it_is_not_called_corrupt() {
+    // A process that finds no `-wal` and `-shm` beside the file reads it
+    // without locks; another may open it, commit and close it meanwhile,
+    // checkpointing into the main file under that reader.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("busy.db");
+    Database::open(&path).expect("creates");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (path, done) = (path.clone(), std::sync::Arc::clone(&done));
+        std::thread::spawn(move || {
+            let padding = "x".repeat(16 * 1024);
+            let mut i = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let db = Database::open(&path).expect("opens");
+                for _ in 0..4 {
+                    db.insert_record(&record(&db, None, &format!("t{i} {padding}"), Some(1.0), "256"))
+                        .expect("inserts");
+                    i += 1;
+                }
+            }
+            i
+        })
+    };
+    let mut refused = Vec::new();
+    for _ in 0..400 {
+        if let Err(e) = Database::open(&path) {
+            refused.push(e.to_string());
+        }
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let written = writer.join().expect("writer");
+    assert!(written > 0);
+    assert!(
+        refused.is_empty(),
+        "{} of 400 opens refused while {written} records were written: {:?}",
+        refused.len(),
+        refused.first()
+    );
+}
+
+#[test]
 fn a_record_is_durable_the_moment_it_is_inserted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.db");
