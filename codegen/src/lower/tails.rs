@@ -146,40 +146,50 @@ impl TailPlan {
             if let Some(c) = vscale_const {
                 last = last.with_vscale(c);
             }
-            let mut guards: Vec<Pred> = Vec::new();
-            let mut conds: Vec<Pred> = Vec::new();
+            // Guards that increase with the instance (checked at the last one),
+            // and guards every instance shares (`i0*24 + i1 < 205` of a tiling
+            // of three levels: the tile of tiles), which hold in the full part
+            // only if they bound the split loop too.
+            let (mut guards, mut conds) = (Vec::new(), Vec::new());
+            let (mut shared, mut shared_conds) = (Vec::new(), Vec::new());
             for b in nest.blocks_in(Node::Loop(u)) {
                 for p in &nest.block(b).predicates {
-                    let increasing = !p.rhs.uses_var(var)
-                        && linear_in(&p.lhs, var, nest).and_then(|l| l.const_coeff()).is_some_and(|a| a > 0);
                     let vars_outside =
                         p.lhs.vars().iter().chain(p.rhs.vars().iter()).all(|x| *x == var || outer.contains(x));
-                    if !increasing || !vars_outside {
+                    if !vars_outside || p.rhs.uses_var(var) {
+                        continue;
+                    }
+                    if !p.lhs.uses_var(var) {
+                        let q = Pred { lhs: simplify(&p.lhs, nest), rhs: p.rhs.clone() };
+                        push_new(&mut shared_conds, q);
+                        push_new(&mut shared, p.clone());
+                        continue;
+                    }
+                    let increasing = linear_in(&p.lhs, var, nest).and_then(|l| l.const_coeff()).is_some_and(|a| a > 0);
+                    if !increasing {
                         continue;
                     }
                     let at_last = p.lhs.substitute(&|x| (x == var).then(|| last.clone()));
-                    let q = Pred { lhs: simplify(&at_last, nest), rhs: p.rhs.clone() };
-                    if !conds.contains(&q) {
-                        conds.push(q);
-                    }
-                    if !guards.contains(p) {
-                        guards.push(p.clone());
-                    }
+                    push_new(&mut conds, Pred { lhs: simplify(&at_last, nest), rhs: p.rhs.clone() });
+                    push_new(&mut guards, p.clone());
                 }
             }
-            let t = anc.iter().rev().find(|a| {
-                let av = nest.loop_(**a).var;
-                conds.iter().any(|c| c.lhs.uses_var(av) || c.rhs.uses_var(av))
-            });
-            let Some(t) = t.copied() else { continue };
-            if !matches!(nest.loop_(t).kind, LoopKind::Serial | LoopKind::Parallel) {
+            if conds.is_empty() {
                 continue;
             }
-            let mut all = self.at_loop.get(&t).map(|v| v.conds.clone()).unwrap_or_default();
-            all.extend(conds.iter().cloned());
-            if split_bound(nest, t, &all).is_none() {
-                continue;
-            }
+            // With the shared guards if the loop that decides them all splits at
+            // an affine bound; else, as before, the increasing ones alone.
+            let with_shared: Vec<Pred> = conds.iter().chain(&shared_conds).cloned().collect();
+            let (t, conds) = match (!shared.is_empty()).then(|| self.splittable(nest, &anc, &with_shared)).flatten() {
+                Some(t) => {
+                    guards.extend(shared);
+                    (t, with_shared)
+                }
+                None => match self.splittable(nest, &anc, &conds) {
+                    Some(t) => (t, conds),
+                    None => continue,
+                },
+            };
             let entry =
                 self.at_loop.entry(t).or_insert(Versioning { vloops: Vec::new(), conds: Vec::new(), bound: None });
             entry.vloops.push(u);
@@ -192,6 +202,23 @@ impl TailPlan {
         }
     }
 
+    /// The innermost of `ancestors` (outermost first) whose variable `conds`
+    /// use, if it is a serial or parallel loop that splits at an affine
+    /// bound where they all begin to fail (together with the conditions
+    /// versioned there already).
+    fn splittable(&self, nest: &Nest, ancestors: &[LoopId], conds: &[Pred]) -> Option<LoopId> {
+        let t = *ancestors.iter().rev().find(|a| {
+            let av = nest.loop_(**a).var;
+            conds.iter().any(|c| c.lhs.uses_var(av) || c.rhs.uses_var(av))
+        })?;
+        if !matches!(nest.loop_(t).kind, LoopKind::Serial | LoopKind::Parallel) {
+            return None;
+        }
+        let mut all = self.at_loop.get(&t).map(|v| v.conds.clone()).unwrap_or_default();
+        all.extend(conds.iter().cloned());
+        split_bound(nest, t, &all).map(|_| t)
+    }
+
     /// True if predicate `p` of a block under the loops `ancestors` is a
     /// guard known to hold in the current version ([`VecMode::Full`] of its
     /// unrolled loop).
@@ -199,6 +226,13 @@ impl TailPlan {
         ancestors
             .iter()
             .any(|u| modes.get(u) == Some(&VecMode::Full) && self.guards.get(u).is_some_and(|g| g.contains(p)))
+    }
+}
+
+/// Appends `x` to `v` unless it is there already.
+fn push_new(v: &mut Vec<Pred>, x: Pred) {
+    if !v.contains(&x) {
+        v.push(x);
     }
 }
 

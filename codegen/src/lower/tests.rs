@@ -253,6 +253,51 @@ vectorize(j1, tail="peel")
 }
 
 #[test]
+fn a_block_of_register_tiles_that_rounds_up_twice_is_guarded_only_in_its_last_tiles() {
+    // Rows in register tiles of 4, the tiles in blocks of 3 (12 rows): each
+    // row has two guards, its own (`i0*4 + i1 < M`) and its tile's
+    // (`i00*3 + i01 < ceildiv(M, 4)`), which every row of the tile shares.
+    // The loop over a block's tiles is split where either begins to fail, so
+    // the full tiles are guarded by neither, in their reduction loop least
+    // of all.
+    let trace = r#"b = get_block("C")
+i, j, k = get_loops(b)
+i0, i1 = split(i, factors=[None, 4])
+i00, i01 = split(i0, factors=[None, 3])
+j0, j1 = split(j, factors=[None, 4])
+reorder(i00, j0, i01, k, i1, j1)
+unroll(i1)
+vectorize(j1, tail="peel")
+"#;
+    for m in [24, 36] {
+        // Whole blocks of whole tiles: nothing to guard.
+        let prog = check(&format!("matmul:M={m},N=16,K=7"), trace, VectorCaps::fixed(128));
+        assert_eq!(ifs_in(&prog.body), 0, "M={m}\n{prog}");
+    }
+    for m in [29, 13, 22, 5] {
+        let prog = check(&format!("matmul:M={m},N=16,K=7"), trace, VectorCaps::fixed(128));
+        // i00 { j0 { i01 in [0, split) ; i01 in [split, 3) } }
+        let inner = |s: &Stmt| -> Vec<Stmt> {
+            match s {
+                Stmt::Loop { body, .. } => body.clone(),
+                _ => Vec::new(),
+            }
+        };
+        let outer: Vec<&Stmt> = prog.body.iter().filter(|s| matches!(s, Stmt::Loop { .. })).collect();
+        assert_eq!(outer.len(), 1, "M={m}\n{prog}");
+        let columns: Vec<Stmt> = inner(outer[0]).into_iter().filter(|s| matches!(s, Stmt::Loop { .. })).collect();
+        assert_eq!(columns.len(), 1, "M={m}\n{prog}");
+        let tiles: Vec<Stmt> = inner(&columns[0]).into_iter().filter(|s| matches!(s, Stmt::Loop { .. })).collect();
+        assert_eq!(tiles.len(), 2, "the loop over a block's tiles split in two, M={m}\n{prog}");
+        assert_eq!(ifs_in(&inner(&tiles[0])), 0, "full tiles are not guarded, M={m}\n{prog}");
+        assert!(ifs_in(&inner(&tiles[1])) > 0, "M={m}\n{prog}");
+    }
+    // Scalable vectors: the same split, checked at every vscale.
+    let trace = trace.replace("factors=[None, 4]\nreorder", "factors=[None, 4*vscale]\nreorder");
+    check("matmul:M=29,N=20,K=7", &trace, sve());
+}
+
+#[test]
 fn guards_of_unrolled_loops_inside_a_vector_loop_stay_lane_masks() {
     // The unrolled loop's condition uses the (outer) vector loop's variable:
     // it is a lane mask, not a guard that a scalar loop could be split on.
