@@ -16,7 +16,10 @@
 //! in the innermost enclosing loop `T` it uses, `T` is split at the first
 //! iteration whose tile is partial, and in the full part the guards are
 //! not emitted (in particular not inside the reduction loop of a register
-//! tile, where each would be a branch per step).
+//! tile, where each would be a branch per step). A guard that every instance
+//! shares (a split of a split gives each row the tile's own condition,
+//! `i00*3 + i01 < 8`, beside its row's) joins them where the same loop's
+//! split decides it too, and is not emitted in the full part either.
 
 use rustc_hash::FxHashMap as HashMap;
 use scaletune_space::expr::{linear_in, simplify, Expr};
