@@ -435,34 +435,62 @@ fn processes_creating_one_new_file_at_once_never_see_a_locked_database() {
     }
 }
 
+/// A new database file and a thread writing into it with `write` (given
+/// its path and a flag that says stop, or that it has finished), for tests
+/// that open the file meanwhile.
+struct Writer {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<usize>,
+}
+
+impl Writer {
+    fn start(write: fn(&std::path::Path, &std::sync::atomic::AtomicBool) -> usize) -> Writer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("busy.db");
+        Database::open(&path).expect("creates");
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let (path, done) = (path.clone(), std::sync::Arc::clone(&done));
+            std::thread::spawn(move || write(&path, &done))
+        };
+        Writer { _dir: dir, path, done, thread }
+    }
+
+    fn done(&self) -> bool {
+        self.done.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Tells it to stop; the records it wrote.
+    fn stop(self) -> usize {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().expect("writer")
+    }
+}
+
 #[test]
 fn a_database_opened_while_another_process_checkpoints_it_is_not_called_corrupt() {
     // A job's commits reach the main file by checkpoints (SQLite's
     // automatic one after about 4 MB of WAL): a process that opens the file
     // meanwhile must not take the pages being copied for damage.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("busy.db");
-    Database::open(&path).expect("creates");
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = {
-        let (path, done) = (path.clone(), std::sync::Arc::clone(&done));
-        std::thread::spawn(move || {
-            let db = Database::open(&path).expect("opens");
-            let padding = "x".repeat(64 * 1024);
-            for i in 0..600 {
-                db.insert_record(&record(&db, None, &format!("t{i} {padding}"), Some(1.0), "256")).expect("inserts");
-            }
-            done.store(true, std::sync::atomic::Ordering::SeqCst);
-        })
-    };
+    let w = Writer::start(|path, done| {
+        let db = Database::open(path).expect("opens");
+        let padding = "x".repeat(64 * 1024);
+        for i in 0..600 {
+            db.insert_record(&record(&db, None, &format!("t{i} {padding}"), Some(1.0), "256")).expect("inserts");
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        600
+    });
     let mut opens = 0;
-    while !done.load(std::sync::atomic::Ordering::SeqCst) {
-        if let Err(e) = Database::open(&path) {
+    while !w.done() {
+        if let Err(e) = Database::open(&w.path) {
             panic!("open {opens} while the writer checkpoints: {e}");
         }
         opens += 1;
     }
-    writer.join().expect("writer");
+    assert_eq!(w.stop(), 600);
     assert!(opens > 0);
 }
 
@@ -471,34 +499,20 @@ fn a_database_opened_while_others_open_write_and_close_it_is_not_called_corrupt(
     // A process that finds no `-wal` and `-shm` beside the file reads it
     // without locks; another may open it, commit and close it meanwhile,
     // checkpointing into the main file under that reader.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("busy.db");
-    Database::open(&path).expect("creates");
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = {
-        let (path, done) = (path.clone(), std::sync::Arc::clone(&done));
-        std::thread::spawn(move || {
-            let padding = "x".repeat(16 * 1024);
-            let mut i = 0;
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                let db = Database::open(&path).expect("opens");
-                for _ in 0..4 {
-                    db.insert_record(&record(&db, None, &format!("t{i} {padding}"), Some(1.0), "256"))
-                        .expect("inserts");
-                    i += 1;
-                }
+    let w = Writer::start(|path, done| {
+        let padding = "x".repeat(16 * 1024);
+        let mut i = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let db = Database::open(path).expect("opens");
+            for _ in 0..4 {
+                db.insert_record(&record(&db, None, &format!("t{i} {padding}"), Some(1.0), "256")).expect("inserts");
+                i += 1;
             }
-            i
-        })
-    };
-    let mut refused = Vec::new();
-    for _ in 0..400 {
-        if let Err(e) = Database::open(&path) {
-            refused.push(e.to_string());
         }
-    }
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let written = writer.join().expect("writer");
+        i
+    });
+    let refused: Vec<String> = (0..400).filter_map(|_| Database::open(&w.path).err()).map(|e| e.to_string()).collect();
+    let written = w.stop();
     assert!(written > 0);
     assert!(
         refused.is_empty(),
