@@ -18,8 +18,8 @@
 //! inspection at open reads a file in use under its locks, from one
 //! snapshot, so another process's checkpoint or creation of the file does
 //! not look like damage; a file nobody has open is read without locks, and
-//! a refusal from that read is made again (another process may have opened,
-//! written and closed the file under it).
+//! a refusal from that read stands only if the file was at rest across it
+//! (another process may have opened, written and closed the file under it).
 
 mod baselines;
 mod check;

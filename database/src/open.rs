@@ -108,32 +108,74 @@ fn wait_while_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::R
 /// bytes, then [`inspect_once`]. The immutable reader takes no lock, so
 /// another process may open the file, commit and close it, checkpointing
 /// into the main file, while it reads (a test found it within 400 opens
-/// beside a writer that opens, writes and closes in a loop): a refusal from
-/// that reader is made again from the file's new state, after a pause, up
-/// to [`INSPECTIONS`] times in all, and stands only if the last inspection
-/// makes it too: a damaged, foreign or newer file is refused about 155 ms
-/// later than at once. (Under that test's load, up to three inspections in a
-/// row were torn.)
+/// beside a writer that opens, writes and closes in a loop). So a refusal
+/// from that reader stands only if the file was at rest: unchanged (length,
+/// modification time, header) from before the read to after it, and not
+/// modified within [`AT_REST`] before it began (a change within the file
+/// system's clock tick leaves the time as it was). Otherwise the file is
+/// inspected again, after a pause, from its new state, for up to
+/// [`INSPECTING`]; a file that never rests that long is refused as the last
+/// inspection found it. A damaged file nobody writes is refused at once.
 fn inspect(path: &Path) -> Result<(), DbError> {
-    let mut pause = Duration::from_millis(5);
-    let mut attempt = 1;
+    let deadline = Instant::now() + INSPECTING;
+    let mut pause = Duration::from_millis(2);
     loop {
-        let header = read_header(path)?;
-        let locked = in_use(path, &header);
-        let result = inspect_once(path, &header, locked);
+        let before = Snapshot::take(path)?;
+        let locked = in_use(path, &before.header);
+        let result = inspect_once(path, &before.header, locked);
         let refused = matches!(result, Err(DbError::Corrupt { .. } | DbError::Foreign { .. } | DbError::Newer { .. }));
         // A locked reader's refusal stands: it read one consistent state.
-        if !refused || locked || attempt == INSPECTIONS {
+        if !refused || locked || Instant::now() >= deadline {
+            return result;
+        }
+        let after = Snapshot::take(path)?;
+        if after.same_as(&before) && before.at_rest() && !in_use(path, &after.header) {
             return result;
         }
         std::thread::sleep(pause);
-        pause *= 2;
-        attempt += 1;
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
-/// Inspections of a file before the immutable reader's refusal stands.
-const INSPECTIONS: u32 = 6;
+/// How long a refused file must have been left alone before the read for
+/// the refusal to stand (a few ticks of the file system's clock).
+const AT_REST: Duration = Duration::from_millis(50);
+
+/// How long a file that keeps changing is inspected again before the
+/// immutable reader's refusal stands anyway.
+const INSPECTING: Duration = Duration::from_secs(10);
+
+/// What shows whether a file changed: its length, modification time and header.
+#[derive(Debug, PartialEq, Eq)]
+struct Snapshot {
+    header: [u8; 100],
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    /// When it was taken.
+    at: std::time::SystemTime,
+}
+
+impl Snapshot {
+    fn take(path: &Path) -> Result<Snapshot, DbError> {
+        let file = path.display().to_string();
+        let meta = path.metadata().map_err(|error| DbError::Io { file, error })?;
+        Ok(Snapshot {
+            header: read_header(path)?,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            at: std::time::SystemTime::now(),
+        })
+    }
+
+    fn same_as(&self, other: &Snapshot) -> bool {
+        (self.header, self.len, self.modified) == (other.header, other.len, other.modified)
+    }
+
+    /// True if the file had not been modified for [`AT_REST`] when this was taken.
+    fn at_rest(&self) -> bool {
+        self.modified.and_then(|m| self.at.duration_since(m).ok()).is_some_and(|quiet| quiet >= AT_REST)
+    }
+}
 
 /// The file's first 100 bytes: SQLite's header.
 fn read_header(path: &Path) -> Result<[u8; 100], DbError> {
