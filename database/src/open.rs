@@ -109,17 +109,21 @@ fn wait_while_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::R
 /// another process may open the file, commit and close it, checkpointing
 /// into the main file, while it reads (a test found it within 400 opens
 /// beside a writer that opens, writes and closes in a loop). So a refusal
-/// from that reader stands only if the file was at rest: unchanged (length,
-/// modification time, header) from before the read to after it, and not
-/// modified within [`AT_REST`] before it began (a change within the file
-/// system's clock tick leaves the time as it was). Otherwise the file is
-/// inspected again, after a pause, from its new state, for up to
-/// [`INSPECTING`]; a file that never rests that long is refused as the last
-/// inspection found it. A damaged file nobody writes is refused at once.
+/// from that reader stands only if the file was at rest: a second
+/// inspection, begun at least [`AT_REST`] after the first one's snapshot,
+/// refuses it too, and the file's length, modification time and header are
+/// the same before and after both (a write within the file system's clock
+/// tick of the first snapshot would leave the time as it was; by the second
+/// read that tick is past). Otherwise the file is inspected again from its
+/// new state, for up to [`INSPECTING`]; a file that never rests that long
+/// is refused as the last inspection found it.
 fn inspect(path: &Path) -> Result<(), DbError> {
     let deadline = Instant::now() + INSPECTING;
     let mut pause = Duration::from_millis(2);
+    // The snapshot of the last refusal whose file did not change across it, and when it was taken.
+    let mut quiet: Option<(Snapshot, Instant)> = None;
     loop {
+        let taken = Instant::now();
         let before = Snapshot::take(path)?;
         let locked = in_use(path, &before.header);
         let result = inspect_once(path, &before.header, locked);
@@ -128,16 +132,20 @@ fn inspect(path: &Path) -> Result<(), DbError> {
         if !refused || locked || Instant::now() >= deadline {
             return result;
         }
-        let after = Snapshot::take(path)?;
-        if after.same_as(&before) && before.at_rest() && !in_use(path, &after.header) {
-            return result;
+        let unchanged = Snapshot::take(path)? == before && !in_use(path, &before.header);
+        match &quiet {
+            Some((first, at)) if unchanged && *first == before && taken.duration_since(*at) >= AT_REST => {
+                return result;
+            }
+            Some((first, _)) if unchanged && *first == before => {}
+            _ => quiet = unchanged.then_some((before, taken)),
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
+        std::thread::sleep(pause.max(AT_REST.saturating_sub(taken.elapsed())).min(AT_REST));
+        pause = (pause * 2).min(AT_REST);
     }
 }
 
-/// How long a refused file must have been left alone before the read for
+/// How long after a refusal's snapshot a second inspection must begin for
 /// the refusal to stand (a few ticks of the file system's clock).
 const AT_REST: Duration = Duration::from_millis(50);
 
@@ -151,29 +159,13 @@ struct Snapshot {
     header: [u8; 100],
     len: u64,
     modified: Option<std::time::SystemTime>,
-    /// When it was taken.
-    at: std::time::SystemTime,
 }
 
 impl Snapshot {
     fn take(path: &Path) -> Result<Snapshot, DbError> {
         let file = path.display().to_string();
         let meta = path.metadata().map_err(|error| DbError::Io { file, error })?;
-        Ok(Snapshot {
-            header: read_header(path)?,
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            at: std::time::SystemTime::now(),
-        })
-    }
-
-    fn same_as(&self, other: &Snapshot) -> bool {
-        (self.header, self.len, self.modified) == (other.header, other.len, other.modified)
-    }
-
-    /// True if the file had not been modified for [`AT_REST`] when this was taken.
-    fn at_rest(&self) -> bool {
-        self.modified.and_then(|m| self.at.duration_since(m).ok()).is_some_and(|quiet| quiet >= AT_REST)
+        Ok(Snapshot { header: read_header(path)?, len: meta.len(), modified: meta.modified().ok() })
     }
 }
 

@@ -488,6 +488,8 @@ mod tests {
     /// in 1 ms + 0.1 ms per object seen before it, every time.
     struct LuckyBaseline {
         baseline_first: f64,
+        /// If set, every later run of the nest fails with this status.
+        later: Option<Status>,
         baseline: Mutex<Option<String>>,
         times: Mutex<HashMap<String, f64>>,
     }
@@ -508,6 +510,11 @@ mod tests {
                 return vec![timed(vl, self.baseline_first)];
             }
             if baseline.as_deref() == Some(built.artifact.as_str()) {
+                if let Some(status) = self.later {
+                    let mut m = VlMeasurement::unmeasured(vl, "lucky-baseline", "scripted failure");
+                    m.status = status;
+                    return vec![m];
+                }
                 return vec![timed(vl, 50e-3)];
             }
             let mut times = self.times.lock().expect("lock");
@@ -521,8 +528,9 @@ mod tests {
         x.is_some_and(|x| (x - want).abs() <= 1e-9 * want)
     }
 
-    fn lucky_baseline(baseline_first: f64) -> Ran {
-        let runner = LuckyBaseline { baseline_first, baseline: Mutex::new(None), times: Mutex::new(HashMap::new()) };
+    fn lucky_baseline(baseline_first: f64, later: Option<Status>) -> Ran {
+        let runner =
+            LuckyBaseline { baseline_first, later, baseline: Mutex::new(None), times: Mutex::new(HashMap::new()) };
         run(Arc::new(runner), 6, 6, ConfirmConfig { top: 2, rounds: 2, best_runs: 0 }, Arc::new(Notify::new()))
     }
 
@@ -533,7 +541,7 @@ mod tests {
 
     #[test]
     fn an_unscheduled_nest_whose_first_run_was_lucky_is_confirmed_with_the_best_and_loses() {
-        let ran = lucky_baseline(0.5e-3);
+        let ran = lucky_baseline(0.5e-3, None);
         let task = &ran.tasks[0];
         let base = baseline_record(&ran.db);
         // It ranked first, so it was re-measured with the best two: every run kept.
@@ -559,8 +567,21 @@ mod tests {
     }
 
     #[test]
+    fn an_unscheduled_nest_whose_re_runs_compute_garbage_is_no_longer_quoted_or_shipped() {
+        let ran = lucky_baseline(0.5e-3, Some(Status::WrongResult));
+        let base = baseline_record(&ran.db);
+        assert_eq!(base.status, "wrong_result", "the database disqualified it");
+        assert_eq!(base.remeasured.iter().map(|m| m.status.as_str()).collect::<Vec<_>>(), ["wrong_result"; 2]);
+        let task = &ran.tasks[0];
+        assert_eq!(task.baseline, None, "no speed-up is quoted against it");
+        let best = task.best_scored().expect("a best schedule");
+        assert_eq!(task.shipped(), Some(best.objective));
+        assert_eq!(task.statuses.get("wrong_result"), Some(&1), "{:?}", task.statuses);
+    }
+
+    #[test]
     fn an_unscheduled_nest_slower_than_the_best_is_not_measured_again() {
-        let ran = lucky_baseline(10e-3);
+        let ran = lucky_baseline(10e-3, None);
         let base = baseline_record(&ran.db);
         assert!(base.remeasured.is_empty(), "{:?}", base.remeasured);
         assert!(near(base.objective, 10e-3) && base.confirmed.is_none(), "{:?} {:?}", base.objective, base.confirmed);
