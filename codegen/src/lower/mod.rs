@@ -16,6 +16,7 @@ mod access;
 mod block;
 mod compact;
 mod ctx;
+mod key;
 pub mod math;
 mod reduce;
 mod tails;
@@ -26,4 +27,4 @@ mod za;
 #[cfg(test)]
 mod tests;
 
-pub use ctx::{lower, lower_unoptimized, lower_unverified, LowerError};
+pub use ctx::{lower, lower_unoptimized, lower_unverified, LowerError, Prepared};
