@@ -11,8 +11,8 @@
 //! (the search: by their traces without the budgets' decisions).
 
 use super::ctx::Prepared;
-use super::walk::constant_extent;
-use scaletune_space::ir::{LoopKind, Nest, Node};
+use super::walk::subtree_steps;
+use scaletune_space::ir::Node;
 use scaletune_space::limits::MAX_UNROLLED_COPIES;
 
 /// The annotation whose value is a loop's unrolling budget.
@@ -25,10 +25,9 @@ pub(super) const UNROLL_MAX_STEP: &str = "unroll_max_step";
 ///
 /// A serial loop `l` is unrolled under budget `B` when its steps `s`
 /// satisfy `s <= min(B, MAX_UNROLLED_COPIES)` (`Lowerer::auto_unroll`).
-/// With `B'` the largest such `s` among the loops that may read the
-/// budget ([`loop_steps`]: a superset of those that do),
-/// `1 <= B' <= min(B, MAX)`, so each `s` fits `B'` exactly when it fits
-/// `B`. The SME micro-kernel
+/// With `B'` the largest such `s` among every loop under the annotation
+/// (a superset of the loops that read it), `1 <= B' <= min(B, MAX)`, so
+/// each `s` fits `B'` exactly when it fits `B`. The SME micro-kernel
 /// compares its own step count with the budget (`za_unroll`): budgets of
 /// nests with SME are left as they are.
 pub(super) fn fold_unroll_budgets(p: &mut Prepared) {
@@ -42,39 +41,20 @@ pub(super) fn fold_unroll_budgets(p: &mut Prepared) {
             0
         } else {
             let cap = budget.min(MAX_UNROLLED_COPIES);
-            let mut steps = Vec::new();
-            loop_steps(&p.nest, p.vscale_const, Node::Loop(a), true, &mut steps);
-            steps.into_iter().filter(|s| *s <= cap).max().unwrap_or(1).max(1)
+            p.nest
+                .loops_in(Node::Loop(a))
+                .into_iter()
+                .filter_map(|l| subtree_steps(&p.nest, p.vscale_const, Node::Loop(l)))
+                .filter(|s| *s <= cap)
+                .max()
+                .unwrap_or(1)
+                .max(1)
         };
         let folded = folded.to_string();
         if *text != folded {
             p.nest.loop_mut(a).annotations.insert(UNROLL_MAX_STEP.to_string(), folded);
         }
     }
-}
-
-/// The steps of node `n` (as `walk::subtree_steps` counts them), in one
-/// walk that also pushes onto `out` those of every loop in it that may
-/// read the budget of the annotated loop the walk starts from (`covered`:
-/// no loop between, itself included, has a budget of its own): not
-/// replicated nor parallel (`Lowerer::iterate` hints neither), with an
-/// extent above 1 (`auto_unroll` unrolls no other).
-fn loop_steps(nest: &Nest, vscale_const: Option<i64>, n: Node, covered: bool, out: &mut Vec<i64>) -> Option<i64> {
-    let Node::Loop(l) = n else { return Some(1) };
-    let mut inner = Some(0i64);
-    for c in &nest.loop_(l).body {
-        let own = matches!(c, Node::Loop(x) if nest.loop_(*x).annotations.contains_key(UNROLL_MAX_STEP));
-        let s = loop_steps(nest, vscale_const, *c, covered && !own, out);
-        // As `subtree_steps` adds them.
-        inner = inner.zip(s).map(|(a, b)| a + b);
-    }
-    let extent = constant_extent(nest, vscale_const, l);
-    let steps = extent.zip(inner).and_then(|(e, i)| e.checked_mul(i));
-    let hinted = !matches!(nest.loop_(l).kind, LoopKind::Unroll | LoopKind::Parallel);
-    if let (Some(s), true) = (steps, covered && hinted && extent.is_some_and(|e| e > 1)) {
-        out.push(s);
-    }
-    steps
 }
 
 impl Prepared {
