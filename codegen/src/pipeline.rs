@@ -203,14 +203,6 @@ pub fn lower_nest_unverified(w: &Workload, nest: &Nest) -> Result<Program, Compi
     Ok(crate::lower::lower_unverified(nest, &kernel_symbol(w))?)
 }
 
-/// A scheduled nest prepared for lowering to `w`'s kernel: its
-/// [`Prepared::key`] is equal for nests that lower to one program, and
-/// [`Prepared::lower_unverified`] gives the program
-/// [`lower_nest_unverified`] gives.
-pub fn prepare_nest(w: &Workload, nest: &Nest) -> Result<crate::lower::Prepared, CompileError> {
-    Ok(crate::lower::Prepared::new(nest, &kernel_symbol(w))?)
-}
-
 /// Stages 2 and 3 for a scheduled nest: lowering and LLVM.
 pub fn compile_nest(w: &Workload, nest: Nest, target: &Target, opts: &Options) -> Result<Compiled, CompileError> {
     let symbol = opts.symbol.clone().unwrap_or_else(|| kernel_symbol(w));

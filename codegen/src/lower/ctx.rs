@@ -136,98 +136,56 @@ pub fn lower_unoptimized(nest: &Nest, kernel: &str) -> Result<Program> {
 
 /// The program as emitted, neither cleaned up nor verified.
 fn lower_raw(nest: &Nest, kernel: &str) -> Result<Program> {
-    Prepared::new(nest, kernel)?.emit()
-}
-
-/// A nest made ready to emit: the lowering's own rewrites done (inits
-/// split from their updates, temporaries compacted, vector loops of one
-/// lane made plain) and the inputs that cannot change its program folded
-/// ([`Prepared::key`]). What [`lower`] emits from a nest is what the nest's
-/// [`Prepared::lower_unverified`] emits.
-#[derive(Debug)]
-pub struct Prepared {
-    pub(super) nest: Nest,
-    pub(super) kernel: String,
-    pub(super) vscale_const: Option<i64>,
-    pub(super) za_zero_start: rustc_hash::FxHashSet<LoopId>,
-}
-
-impl Prepared {
-    /// Prepares `nest` for a kernel named `kernel`; fails as [`lower`]
-    /// does on a nest beyond the size and unrolling limits.
-    pub fn new(nest: &Nest, kernel: &str) -> Result<Prepared> {
-        let mut p = Prepared::unfolded(nest, kernel)?;
-        super::key::fold_unroll_budgets(&mut p);
-        Ok(p)
-    }
-
-    /// [`Prepared::new`] without folding (for the tests of the folding).
-    pub(super) fn unfolded(nest: &Nest, kernel: &str) -> Result<Prepared> {
-        // A nest that did not come through a trace (the loop-nest text format)
-        // meets the same size and unrolling limits before anything is emitted.
-        nest.check_limits()
-            .map_err(|e| LowerError::Unsupported { kernel: kernel.to_string(), message: e.to_string() })?;
-        let mut nest = nest.clone();
-        let za_zero_start = super::za::zero_started(&mut nest);
-        nest.decompose_all_inits();
-        // Temporaries of rows computed at their row loop keep one row.
-        super::compact::compact_temps(&mut nest);
-        let vscale_const = nest.caps.fixed_vscale().or_else(|| fixed_length_sve(&nest)).map(i64::from);
-        // A vector loop of one fixed lane is a plain loop.
-        for l in nest.all_loops() {
-            if matches!(nest.loop_(l).kind, scaletune_space::ir::LoopKind::Vectorize(_)) {
-                let ext = simplify(nest.extent(l), &nest);
-                let ext = match vscale_const {
-                    Some(v) => simplify(&ext.with_vscale(v), &nest),
-                    None => ext,
-                };
-                if ext == Expr::Int(1) {
-                    nest.loop_mut(l).kind = scaletune_space::ir::LoopKind::Serial;
-                }
+    // A nest that did not come through a trace (the loop-nest text format)
+    // meets the same size and unrolling limits before anything is emitted.
+    nest.check_limits().map_err(|e| LowerError::Unsupported { kernel: kernel.to_string(), message: e.to_string() })?;
+    let mut nest = nest.clone();
+    let za_zero_start = super::za::zero_started(&mut nest);
+    nest.decompose_all_inits();
+    // Temporaries of rows computed at their row loop keep one row.
+    super::compact::compact_temps(&mut nest);
+    let vscale_const = nest.caps.fixed_vscale().or_else(|| fixed_length_sve(&nest)).map(i64::from);
+    // A vector loop of one fixed lane is a plain loop.
+    for l in nest.all_loops() {
+        if matches!(nest.loop_(l).kind, scaletune_space::ir::LoopKind::Vectorize(_)) {
+            let ext = simplify(nest.extent(l), &nest);
+            let ext = match vscale_const {
+                Some(v) => simplify(&ext.with_vscale(v), &nest),
+                None => ext,
+            };
+            if ext == Expr::Int(1) {
+                nest.loop_mut(l).kind = scaletune_space::ir::LoopKind::Serial;
             }
         }
-        Ok(Prepared { nest, kernel: kernel.to_string(), vscale_const, za_zero_start })
     }
-
-    /// The program, cleaned up as [`lower_unverified`] cleans it.
-    pub fn lower_unverified(self) -> Result<Program> {
-        let mut prog = self.emit()?;
-        optimize(&mut prog);
-        Ok(prog)
+    let tails = TailPlan::build(&nest, vscale_const);
+    let accs = AccPlan::build(&nest);
+    let lane_reduced: Vec<BlockId> = accs.vloop.keys().copied().collect();
+    let tiles = TilePlan::build(&nest, &tails, &lane_reduced);
+    let mut lw = Lowerer {
+        b: Builder::new(kernel),
+        nest: Rc::new(nest),
+        vscale_const,
+        bufs: Vec::new(),
+        scalars: Vec::new(),
+        vars: VarRegs::default(),
+        vec: None,
+        tails,
+        modes: HashMap::default(),
+        accs,
+        active_accs: HashMap::default(),
+        tiles,
+        active_tiles: HashMap::default(),
+        unrolled: HashMap::default(),
+        za_zero_start,
+        shapes: HashMap::default(),
+    };
+    lw.setup_buffers()?;
+    let nest = Rc::clone(&lw.nest);
+    for &n in &nest.root {
+        lw.node(n)?;
     }
-
-    /// The program as emitted.
-    pub(super) fn emit(self) -> Result<Program> {
-        let Prepared { nest, kernel, vscale_const, za_zero_start } = self;
-        let tails = TailPlan::build(&nest, vscale_const);
-        let accs = AccPlan::build(&nest);
-        let lane_reduced: Vec<BlockId> = accs.vloop.keys().copied().collect();
-        let tiles = TilePlan::build(&nest, &tails, &lane_reduced);
-        let mut lw = Lowerer {
-            b: Builder::new(&kernel),
-            nest: Rc::new(nest),
-            vscale_const,
-            bufs: Vec::new(),
-            scalars: Vec::new(),
-            vars: VarRegs::default(),
-            vec: None,
-            tails,
-            modes: HashMap::default(),
-            accs,
-            active_accs: HashMap::default(),
-            tiles,
-            active_tiles: HashMap::default(),
-            unrolled: HashMap::default(),
-            za_zero_start,
-            shapes: HashMap::default(),
-        };
-        lw.setup_buffers()?;
-        let nest = Rc::clone(&lw.nest);
-        for &n in &nest.root {
-            lw.node(n)?;
-        }
-        Ok(lw.b.finish())
-    }
+    Ok(lw.b.finish())
 }
 
 /// SVE compiled for a 128-bit vector length (the `sve` kind specialized to

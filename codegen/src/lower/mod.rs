@@ -16,7 +16,6 @@ mod access;
 mod block;
 mod compact;
 mod ctx;
-mod key;
 pub mod math;
 mod reduce;
 mod tails;
@@ -27,4 +26,4 @@ mod za;
 #[cfg(test)]
 mod tests;
 
-pub use ctx::{lower, lower_unoptimized, lower_unverified, LowerError, Prepared};
+pub use ctx::{lower, lower_unoptimized, lower_unverified, LowerError};

@@ -6,7 +6,7 @@ use super::tails::VecMode;
 use crate::vprog::{BinOp, LoopHint, Op, Reg, Stmt};
 use scaletune_space::expr::{eval, Expr};
 use scaletune_space::ids::{BlockId, LoopId};
-use scaletune_space::ir::{LoopKind, Nest, Node, Tail};
+use scaletune_space::ir::{LoopKind, Node, Tail};
 use scaletune_space::limits::MAX_UNROLLED_COPIES;
 
 impl Lowerer {
@@ -181,7 +181,7 @@ impl Lowerer {
         chain
             .iter()
             .rev()
-            .find_map(|a| self.nest.loop_(*a).annotations.get(super::key::UNROLL_MAX_STEP))
+            .find_map(|a| self.nest.loop_(*a).annotations.get("unroll_max_step"))
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or(0)
     }
@@ -204,7 +204,14 @@ impl Lowerer {
 
     /// Block executions of a subtree (constant extents only).
     fn steps(&self, n: Node) -> Option<i64> {
-        subtree_steps(&self.nest, self.vscale_const, n)
+        match n {
+            Node::Block(_) => Some(1),
+            Node::Loop(l) => {
+                let ext = self.const_extent(l).ok()?;
+                let inner: i64 = self.nest.loop_(l).body.iter().map(|c| self.steps(*c)).sum::<Option<i64>>()?;
+                ext.checked_mul(inner)
+            }
+        }
     }
 
     /// `for var in start..end { body of l }`.
@@ -222,14 +229,16 @@ impl Lowerer {
     }
 
     fn const_extent(&self, l: LoopId) -> Result<i64> {
-        constant_extent(&self.nest, self.vscale_const, l).ok_or_else(|| {
-            let e = self.nest.extent(l);
-            self.unsupported(format!(
+        let e = self.nest.extent(l);
+        let v = self.vscale_const.unwrap_or(0);
+        match eval(e, &|_| None, v, &|_, _| None) {
+            Ok(n) if !e.uses_vscale() || self.vscale_const.is_some() => Ok(n),
+            _ => Err(self.unsupported(format!(
                 "unrolled loop `{}` has extent {}, not a constant on this target",
                 self.nest.loop_name(l),
                 self.nest.expr_text(e)
-            ))
-        })
+            ))),
+        }
     }
 
     fn plain_loop(&mut self, l: LoopId) -> Result<()> {
@@ -289,30 +298,5 @@ impl Lowerer {
         }
         self.vec = saved;
         Ok(())
-    }
-}
-
-/// The extent of loop `l` when it is a constant on the target (vscale
-/// `vscale_const` where the target fixes it).
-pub(super) fn constant_extent(nest: &Nest, vscale_const: Option<i64>, l: LoopId) -> Option<i64> {
-    let e = nest.extent(l);
-    match eval(e, &|_| None, vscale_const.unwrap_or(0), &|_, _| None) {
-        Ok(n) if !e.uses_vscale() || vscale_const.is_some() => Some(n),
-        _ => None,
-    }
-}
-
-/// Block executions of a subtree of `nest` (`None` unless every extent in
-/// it is a constant on the target): the steps an `unroll_max_step` budget
-/// is compared with.
-pub(super) fn subtree_steps(nest: &Nest, vscale_const: Option<i64>, n: Node) -> Option<i64> {
-    match n {
-        Node::Block(_) => Some(1),
-        Node::Loop(l) => {
-            let ext = constant_extent(nest, vscale_const, l)?;
-            let inner: i64 =
-                nest.loop_(l).body.iter().map(|c| subtree_steps(nest, vscale_const, *c)).sum::<Option<i64>>()?;
-            ext.checked_mul(inner)
-        }
     }
 }

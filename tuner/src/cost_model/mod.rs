@@ -7,7 +7,6 @@
 
 mod digest;
 pub mod features;
-mod fold;
 mod gbdt;
 
 pub use digest::{code_digest, UNROLLED_ANYWAY};
@@ -16,8 +15,7 @@ pub use gbdt::{CostModelError, Gbdt};
 
 use crate::tune::task::Task;
 use rayon::prelude::*;
-use scaletune_codegen::lower::Prepared;
-use scaletune_codegen::pipeline::{fixed_vl, lower_nest_unverified, prepare_nest, schedule};
+use scaletune_codegen::pipeline::{fixed_vl, lower_nest_unverified, schedule};
 use scaletune_codegen::vprog::Program;
 use scaletune_space::design::Sample;
 use scaletune_space::ir::Nest;
@@ -72,39 +70,13 @@ fn rebuilt_at(task: &Task, sample: &Sample, vl: u32) -> Option<Option<(Nest, Pro
 /// (every program it builds). `None` if it does not lower, at any of them.
 pub fn sample_lowered(task: &Task, sample: &Sample) -> Option<Lowered> {
     let prog = lower_nest_unverified(&task.workload, &sample.nest).ok()?;
-    lowered_from(task, sample, &prog)
-}
-
-/// The VLs a task's candidates are lowered at (128 bits when it names none).
-fn task_vls(task: &Task) -> Vec<u32> {
-    if task.vls.is_empty() {
-        vec![128]
-    } else {
-        task.vls.clone()
-    }
-}
-
-/// Whether everything `sample` builds at the task's VLs is its own nest's
-/// program (no VL schedules it again, see [`rebuilt_at`]): then what
-/// [`sample_lowered`] returns depends only on that program and the nest's
-/// vector capabilities, and samples whose nests share a
-/// [`fold::lowering_key`] share it.
-fn builds_own_nest_only(task: &Task, sample: &Sample) -> bool {
-    match fixed_vl(&sample.nest.caps) {
-        Some(own) => task_vls(task).iter().all(|&vl| vl == own),
-        None => true,
-    }
-}
-
-/// [`sample_lowered`] from the program of the sample's own nest.
-fn lowered_from(task: &Task, sample: &Sample, prog: &Program) -> Option<Lowered> {
-    let vls = task_vls(task);
+    let vls = if task.vls.is_empty() { vec![128] } else { task.vls.clone() };
     let mut sum = vec![0f32; features::N_FEATURES];
     let mut digest = rustc_hash::FxHasher::default();
-    code_digest(prog, &sample.nest.caps).hash(&mut digest);
+    code_digest(&prog, &sample.nest.caps).hash(&mut digest);
     for &vl in &vls {
         let other = rebuilt_at(task, sample, vl)?;
-        let (nest, p) = other.as_ref().map_or((&*sample.nest, prog), |(n, p)| (n, p));
+        let (nest, p) = other.as_ref().map_or((&*sample.nest, &prog), |(n, p)| (n, p));
         if other.is_some() {
             (vl, code_digest(p, &nest.caps)).hash(&mut digest);
         }
@@ -114,18 +86,6 @@ fn lowered_from(task: &Task, sample: &Sample, prog: &Program) -> Option<Lowered>
     }
     let n = vls.len() as f32;
     Some(Lowered { features: sum.into_iter().map(|s| s / n).collect(), code: digest.finish() })
-}
-
-/// What a sample needs lowered: a prepared nest under its key, shared with
-/// every sample of that key, or (when it builds other nests too, or does
-/// not prepare) the whole of [`sample_lowered`].
-enum Work {
-    /// The key, and the prepared nest if this sample is the one to lower it.
-    Keyed(u128, Option<Box<Prepared>>),
-    /// Lowered by [`sample_lowered`].
-    Whole,
-    /// It does not prepare, so it does not lower.
-    Fails,
 }
 
 /// Feature vector of a sample of `task`: the mean of its features at the
@@ -227,20 +187,11 @@ pub struct FeatureCache {
     touched: usize,
     /// Of them, lowered in an earlier round.
     reused: usize,
-    /// Of them, not lowered: their prepared nests' key was lowered for
-    /// another sample.
-    folded: usize,
     /// The task's VLs the entries were lowered at.
     vls: Vec<u32>,
     /// Scheduled nests by sample key, with the last round that looked the
     /// sample up.
     nests: rustc_hash::FxHashMap<u128, (Arc<Nest>, u64)>,
-    /// What the samples lowered so far lowered to, by their
-    /// [`fold::lowering_key`] (see [`builds_own_nest_only`]): a sample whose nest
-    /// differs from one lowered before only where the lowering folds it
-    /// (an unrolling budget that unrolls the same loops) is not lowered
-    /// again. Emptied with the rest.
-    by_key: rustc_hash::FxHashMap<u128, Option<Lowered>>,
 }
 
 /// Rounds a [`FeatureCache`] keeps a sample's nest for after the last one
@@ -274,10 +225,8 @@ impl FeatureCache {
             round: 0,
             touched: 0,
             reused: 0,
-            folded: 0,
             vls: Vec::new(),
             nests: Default::default(),
-            by_key: Default::default(),
         }
     }
 
@@ -287,10 +236,8 @@ impl FeatureCache {
         self.round += 1;
         self.touched = 0;
         self.reused = 0;
-        self.folded = 0;
         if self.known.len() > self.capacity {
             self.known.clear();
-            self.by_key.clear();
         }
         let round = self.round;
         let expired: Vec<u128> =
@@ -312,13 +259,6 @@ impl FeatureCache {
         self.reused
     }
 
-    /// Of [`FeatureCache::touched`], those first met in this round and not
-    /// lowered, their nests differing from one lowered before only where
-    /// the lowering folds them ([`FeatureCache::lowered`]).
-    pub fn folded(&self) -> usize {
-        self.folded
-    }
-
     /// The features of each of `samples` (`None`: it does not lower):
     /// cached ones looked up, the others computed in parallel (lowering is
     /// most of a proposal's time) and added.
@@ -330,7 +270,6 @@ impl FeatureCache {
     pub fn lowered(&mut self, task: &Task, samples: &[Sample]) -> Vec<Option<Lowered>> {
         if self.vls != task.vls {
             self.known.clear();
-            self.by_key.clear();
             self.vls.clone_from(&task.vls);
         }
         let keys: Vec<u128> = samples.iter().map(Sample::key).collect();
@@ -352,58 +291,8 @@ impl FeatureCache {
             }
         }
         // On the process's pool of threads, which live on, and with them
-        // each thread's memo of simplified expressions: each sample
-        // prepared, then one lowering per key not lowered before.
-        let work: Vec<Work> = todo
-            .par_iter()
-            .map(|&i| {
-                let s = &samples[i];
-                if !builds_own_nest_only(task, s) {
-                    return Work::Whole;
-                }
-                match prepare_nest(&task.workload, &s.nest) {
-                    Ok(p) => Work::Keyed(fold::lowering_key(s.text(), &p), Some(Box::new(p))),
-                    Err(_) => Work::Fails,
-                }
-            })
-            .collect();
-        let mut work = work;
-        let mut lowering: rustc_hash::FxHashSet<u128> = rustc_hash::FxHashSet::default();
-        let keys_of: Vec<Option<u128>> = work
-            .iter_mut()
-            .map(|w| match w {
-                Work::Keyed(key, p) => {
-                    if self.by_key.contains_key(key) || !lowering.insert(*key) {
-                        *p = None;
-                        self.folded += 1;
-                    }
-                    Some(*key)
-                }
-                _ => None,
-            })
-            .collect();
-        let done: Vec<Option<Option<Lowered>>> = work
-            .into_par_iter()
-            .zip(todo.par_iter())
-            .map(|(w, &i)| match w {
-                Work::Keyed(_, Some(p)) => {
-                    Some(p.lower_unverified().ok().and_then(|prog| lowered_from(task, &samples[i], &prog)))
-                }
-                Work::Keyed(_, None) => None,
-                Work::Whole => Some(sample_lowered(task, &samples[i])),
-                Work::Fails => Some(None),
-            })
-            .collect();
-        for (key, lowered) in keys_of.iter().zip(&done) {
-            if let (Some(key), Some(lowered)) = (key, lowered) {
-                self.by_key.insert(*key, lowered.clone());
-            }
-        }
-        let computed: Vec<Option<Lowered>> = keys_of
-            .iter()
-            .zip(done)
-            .map(|(key, lowered)| lowered.unwrap_or_else(|| key.and_then(|k| self.by_key.get(&k).cloned().flatten())))
-            .collect();
+        // each thread's memo of simplified expressions.
+        let computed: Vec<Option<Lowered>> = todo.par_iter().map(|&i| sample_lowered(task, &samples[i])).collect();
         self.touched += todo.len();
         for (&i, lowered) in todo.iter().zip(computed) {
             self.known.insert(keys[i], Entry { lowered, round: self.round });
@@ -429,7 +318,6 @@ impl FeatureCache {
     /// Forgets every sample (the counts of the round stay).
     pub fn clear(&mut self) {
         self.known.clear();
-        self.by_key.clear();
         self.nests.clear();
     }
 
@@ -540,46 +428,6 @@ mod tests {
         assert_eq!(model.rank_cached(&task, &samples, &mut cache), expected, "from the cache alone");
         assert_eq!(cache.len(), distinct.len());
         assert_eq!(model.rank(&task, &samples), expected);
-    }
-
-    /// Samples whose nests differ only where the lowering folds them (an
-    /// `unroll_max_step` budget that unrolls the same loops) are lowered
-    /// once, and each gets what it gets lowered alone: the same features
-    /// and code digest, on a one-VL task (a fixed-length target) and on a
-    /// task measured at two VLs (where fixed-length SVE candidates build
-    /// other nests too and are lowered whole). The samples are mutants of
-    /// a few: many differ from their parent in one decision.
-    #[test]
-    fn samples_that_lower_alike_are_lowered_once_and_get_their_own_results() {
-        let w = Arc::new(WorkloadRef::parse("matmul:M=64,N=60,K=32").expect("ref").load().expect("loads"));
-        let mut folded = Vec::new();
-        for (target, vls) in
-            [("neon", vec![]), ("neoverse-v1", vec![]), ("neoverse-v1", vec![128, 256]), ("rvv", vec![])]
-        {
-            let t = Arc::new(Target::load(target).expect("target"));
-            let space = DesignSpace::generate(&initial_nest(&w, &t));
-            let task = Task::new(0, Arc::clone(&w), t, 1.0, vls, space);
-            let mut rng = task_rng(5, 0);
-            // Mutants of a few samples: many differ from their parent in one decision.
-            let mut samples: Vec<Sample> = (0..8).map(|_| task.space.sample(&mut rng).expect("samples")).collect();
-            let evolutionary = crate::search::evolutionary::Evolutionary::default();
-            let mutants = evolutionary.breed(&task, &samples, 160, &mut crate::search::Texts::default(), &mut rng);
-            samples.extend(mutants);
-            let mut cache = FeatureCache::default();
-            cache.begin_round();
-            let lowered = cache.lowered(&task, &samples);
-            folded.push(cache.folded());
-            for (s, l) in samples.iter().zip(&lowered) {
-                let alone = sample_lowered(&task, s);
-                assert_eq!(
-                    l.as_ref().map(|l| (l.code, l.features.to_vec())),
-                    alone.map(|l| (l.code, l.features.to_vec())),
-                    "{target}:\n{}",
-                    s.text()
-                );
-            }
-        }
-        assert!(folded.iter().all(|&n| n > 0), "samples not lowered, per task: {folded:?}");
     }
 
     /// A candidate's code digest covers every VL it is measured at: a
