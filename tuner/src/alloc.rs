@@ -104,12 +104,20 @@ pub const PURGE_DELAY_MS: c_long = 100;
 const PURGE_DECOMMITS: mi_option_t = 5;
 
 /// Applies the settings; first thing in `main`, before the search allocates.
+/// A setting named in the environment (`MIMALLOC_PURGE_DELAY`,
+/// `MIMALLOC_PURGE_DECOMMITS`, which mimalloc reads itself) is left as the
+/// environment set it, so the allocator can be measured with other values
+/// without a rebuild.
 pub fn configure() {
     // SAFETY: each sets one integer option of the allocator, which
     // mimalloc allows from any thread at any time.
     unsafe {
-        mi_option_set(PURGE_DELAY, PURGE_DELAY_MS);
-        mi_option_set(PURGE_DECOMMITS, 0);
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            mi_option_set(PURGE_DELAY, PURGE_DELAY_MS);
+        }
+        if std::env::var_os("MIMALLOC_PURGE_DECOMMITS").is_none() {
+            mi_option_set(PURGE_DECOMMITS, 0);
+        }
     }
 }
 
@@ -172,8 +180,9 @@ mod tests {
 
     /// Option 15 is the purge delay and option 5 the purge's kind: each has
     /// that option's default (unless `MIMALLOC_PURGE_DELAY` or
-    /// `MIMALLOC_PURGE_DECOMMITS` is set) until [`configure`] sets it.
-    /// Nothing else in this test binary calls [`configure`].
+    /// `MIMALLOC_PURGE_DECOMMITS` is set) until [`configure`] sets it, and
+    /// one the environment sets stays. Nothing else in this test binary
+    /// calls [`configure`].
     #[test]
     fn the_purge_delay_and_the_purge_kind_are_the_options_set() {
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
@@ -182,8 +191,16 @@ mod tests {
         if std::env::var_os("MIMALLOC_PURGE_DECOMMITS").is_none() {
             assert!(purge_decommits(), "mimalloc 2's default: purges decommit");
         }
+        let delay = purge_delay_ms();
+        let decommits = purge_decommits();
         configure();
-        assert_eq!(purge_delay_ms(), PURGE_DELAY_MS);
-        assert!(!purge_decommits(), "purges reset (MADV_FREE)");
+        match std::env::var_os("MIMALLOC_PURGE_DELAY") {
+            None => assert_eq!(purge_delay_ms(), PURGE_DELAY_MS),
+            Some(_) => assert_eq!(purge_delay_ms(), delay, "the environment's delay stays"),
+        }
+        match std::env::var_os("MIMALLOC_PURGE_DECOMMITS") {
+            None => assert!(!purge_decommits(), "purges reset (MADV_FREE)"),
+            Some(_) => assert_eq!(purge_decommits(), decommits, "the environment's kind stays"),
+        }
     }
 }
