@@ -203,4 +203,28 @@ mod tests {
             Some(_) => assert_eq!(purge_decommits(), decommits, "the environment's kind stays"),
         }
     }
+
+    /// Run in a child process of this test binary with
+    /// `MIMALLOC_PURGE_DELAY=250` and `MIMALLOC_PURGE_DECOMMITS=1`: after
+    /// [`configure`] both options are as the environment set them, not
+    /// [`PURGE_DELAY_MS`] and resets.
+    #[test]
+    fn settings_named_in_the_environment_stay_as_set() {
+        if std::env::var_os("SCALETUNE_ALLOC_CHILD").is_some() {
+            configure();
+            assert_eq!(purge_delay_ms(), 250, "the environment's delay");
+            assert!(purge_decommits(), "the environment's kind: decommit");
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", "alloc::tests::settings_named_in_the_environment_stay_as_set", "--test-threads=1"])
+            .env("SCALETUNE_ALLOC_CHILD", "1")
+            .env("MIMALLOC_PURGE_DELAY", "250")
+            .env("MIMALLOC_PURGE_DECOMMITS", "1")
+            .output()
+            .expect("runs the test binary");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("1 passed"), "the child ran the test: {text}");
+    }
 }
