@@ -28,7 +28,7 @@
 
 use scaletune_space::expr::{linear_in, simplify, Expr};
 use scaletune_space::ids::{BlockId, LoopId, TensorId, VarId};
-use scaletune_space::ir::{Nest, Node, Scope};
+use scaletune_space::ir::{Loops, Nest, Node, Scope};
 use scaletune_space::workload::{Access, Role};
 
 /// Drops the dimensions of the nest's temporaries that every iteration of
@@ -67,7 +67,7 @@ fn read_indirectly(nest: &Nest, t: TensorId) -> bool {
 
 /// The blocks that read or write `t`, and the loops enclosing all of them
 /// (outermost first); `None` if no block uses `t`.
-fn users_and_common_loops(nest: &Nest, t: TensorId) -> Option<(Vec<BlockId>, Vec<LoopId>)> {
+fn users_and_common_loops(nest: &Nest, t: TensorId) -> Option<(Vec<BlockId>, Loops)> {
     let users: Vec<BlockId> = nest
         .all_blocks()
         .into_iter()

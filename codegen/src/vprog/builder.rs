@@ -10,6 +10,24 @@ type ListConsts = FxHashMap<i64, Reg>;
 /// The index operations of one statement list, by operation and operands.
 type ListOps = FxHashMap<(BinOp, Reg, Reg), Reg>;
 
+/// Emptied list maps and statement buffers a thread's last [`Builder`]
+/// left, for the next one.
+#[derive(Default)]
+struct Pool {
+    maps: Vec<(ListConsts, ListOps)>,
+    lists: Vec<Vec<Stmt>>,
+}
+
+thread_local! {
+    static POOL: std::cell::RefCell<Pool> = std::cell::RefCell::default();
+}
+
+/// Maps (and buffers) a thread's pool keeps: a program has a few dozen lists.
+const POOL_MAX: usize = 64;
+
+/// Entries past which a map or buffer is not kept in the pool.
+const POOL_MAX_CAPACITY: usize = 4096;
+
 /// Appends statements to a program under construction.
 ///
 /// Statements go to the innermost open body; `begin_*`/`end_*` pairs open
@@ -68,6 +86,42 @@ impl Builder {
             spare: Vec::new(),
             spare_lists: Vec::new(),
         }
+        .with_pool()
+    }
+
+    /// Takes the maps and buffers the last builder of this thread left
+    /// ([`Builder::finish`]): a search lowers thousands of programs of
+    /// similar shapes a second, and each list's maps and buffer otherwise
+    /// grow from nothing again.
+    fn with_pool(mut self) -> Builder {
+        POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            self.spare = std::mem::take(&mut p.maps);
+            self.spare_lists = std::mem::take(&mut p.lists);
+        });
+        self
+    }
+
+    /// Gives the emptied maps and buffers back to this thread's pool, but
+    /// no more than [`POOL_MAX`] of each and none grown past
+    /// [`POOL_MAX_CAPACITY`] entries (a large program's are let go).
+    fn return_to_pool(&mut self) {
+        let mut maps = std::mem::take(&mut self.spare);
+        maps.extend(self.consts.drain(..).zip(self.ops.drain(..)));
+        maps.retain(|(c, o)| c.capacity() <= POOL_MAX_CAPACITY && o.capacity() <= POOL_MAX_CAPACITY);
+        maps.truncate(POOL_MAX);
+        maps.iter_mut().for_each(|(c, o)| {
+            c.clear();
+            o.clear();
+        });
+        let mut lists = std::mem::take(&mut self.spare_lists);
+        lists.retain(|l| l.is_empty() && l.capacity() <= POOL_MAX_CAPACITY);
+        lists.truncate(POOL_MAX);
+        POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            p.maps = maps;
+            p.lists = lists;
+        });
     }
 
     /// The value of `r` if it is an index constant made by [`Builder::index`].
@@ -285,6 +339,7 @@ impl Builder {
     pub fn finish(mut self) -> Program {
         assert_eq!(self.stack.len(), 1, "unclosed body in builder");
         self.prog.body = self.stack.pop().expect("checked above");
+        self.return_to_pool();
         self.prog
     }
 }

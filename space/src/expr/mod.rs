@@ -24,6 +24,9 @@ use crate::ids::{TensorId, VarId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+/// The variables of an expression ([`Expr::vars`]).
+pub type Vars = smallvec::SmallVec<[VarId; 8]>;
+
 /// An integer expression.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Expr {
@@ -152,19 +155,16 @@ impl Expr {
         self.any(&|e| matches!(e, Expr::Load(..)))
     }
 
-    /// Every variable that occurs, in first-occurrence order, without repeats.
-    pub fn vars(&self) -> Vec<VarId> {
-        let mut out = Vec::new();
-        self.collect_vars(&mut out);
-        out
-    }
-
-    fn collect_vars(&self, out: &mut Vec<VarId>) {
+    /// Every variable that occurs, in first-occurrence order, without
+    /// repeats (inline up to eight: index expressions have a handful).
+    pub fn vars(&self) -> Vars {
+        let mut out = Vars::new();
         self.for_each_var(&mut |v| {
             if !out.contains(&v) {
                 out.push(v);
             }
         });
+        out
     }
 
     /// Calls `f` on every occurrence of a variable, left to right (without

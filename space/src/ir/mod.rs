@@ -30,6 +30,17 @@ use crate::DType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Loops or blocks a query holds inline before it allocates: the nests the
+/// search schedules have a few dozen nodes, and lowering and replay ask for
+/// a node's ancestors or a loop's blocks by the hundred thousand.
+pub const INLINE_NODES: usize = 16;
+
+/// Loops a query returns (outermost or pre-order first).
+pub type Loops = smallvec::SmallVec<[LoopId; INLINE_NODES]>;
+
+/// Blocks a query returns (pre-order).
+pub type Blocks = smallvec::SmallVec<[BlockId; INLINE_NODES]>;
+
 /// A child of a loop body (or of the root sequence).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Node {

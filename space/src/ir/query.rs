@@ -20,13 +20,17 @@ impl RangeCtx for Nest {
 
 impl Nest {
     /// Enclosing loops of a node, outermost first.
-    pub fn ancestors(&self, n: Node) -> Vec<LoopId> {
-        // Sized first, so the vector is allocated once: lowering and replay
-        // ask for ancestors by the hundred thousand.
-        let mut out = Vec::with_capacity(self.enclosing(n).count());
-        out.extend(self.enclosing(n));
+    pub fn ancestors(&self, n: Node) -> Loops {
+        // Inline up to [`INLINE_NODES`] loops: lowering and replay ask for
+        // ancestors by the hundred thousand.
+        let mut out: Loops = self.enclosing(n).collect();
         out.reverse();
         out
+    }
+
+    /// The number of loops enclosing a node.
+    pub fn depth(&self, n: Node) -> usize {
+        self.enclosing(n).count()
     }
 
     /// Enclosing loops of a node, innermost first.
@@ -40,8 +44,8 @@ impl Nest {
     }
 
     /// Every block inside a node (itself if a block), in execution order.
-    pub fn blocks_in(&self, n: Node) -> Vec<BlockId> {
-        let mut out = Vec::new();
+    pub fn blocks_in(&self, n: Node) -> Blocks {
+        let mut out = Blocks::new();
         self.walk(n, &mut |x| {
             if let Node::Block(b) = x {
                 out.push(b);
@@ -51,8 +55,8 @@ impl Nest {
     }
 
     /// Every loop inside a node (including itself), in pre-order.
-    pub fn loops_in(&self, n: Node) -> Vec<LoopId> {
-        let mut out = Vec::new();
+    pub fn loops_in(&self, n: Node) -> Loops {
+        let mut out = Loops::new();
         self.walk(n, &mut |x| {
             if let Node::Loop(l) = x {
                 out.push(l);
@@ -72,13 +76,29 @@ impl Nest {
     }
 
     /// Every live block in execution order.
-    pub fn all_blocks(&self) -> Vec<BlockId> {
-        self.root.iter().flat_map(|n| self.blocks_in(*n)).collect()
+    pub fn all_blocks(&self) -> Blocks {
+        let mut out = Blocks::new();
+        for n in &self.root {
+            self.walk(*n, &mut |x| {
+                if let Node::Block(b) = x {
+                    out.push(b);
+                }
+            });
+        }
+        out
     }
 
     /// Every live loop in pre-order.
-    pub fn all_loops(&self) -> Vec<LoopId> {
-        self.root.iter().flat_map(|n| self.loops_in(*n)).collect()
+    pub fn all_loops(&self) -> Loops {
+        let mut out = Loops::new();
+        for n in &self.root {
+            self.walk(*n, &mut |x| {
+                if let Node::Loop(l) = x {
+                    out.push(l);
+                }
+            });
+        }
+        out
     }
 
     /// Looks up a live block by name.
@@ -208,14 +228,14 @@ impl Nest {
 
     fn loop_vars_of(&self, b: BlockId, kind: AxisKind) -> Vec<VarId> {
         let blk = self.block(b);
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(blk.iters.len());
         for (it, e) in blk.iters.iter().zip(&blk.bindings) {
             if it.kind == kind {
-                for v in e.vars() {
+                e.for_each_var(&mut |v| {
                     if !out.contains(&v) {
                         out.push(v);
                     }
-                }
+                });
             }
         }
         out

@@ -532,7 +532,7 @@ mod tests {
         shorter.insts.pop();
         assert_eq!(*reprinted(&s.trace, &parent, &shorter), shorter.to_string());
         let mut renamed = (*s.trace).clone();
-        renamed.names[0].push('x');
+        Arc::make_mut(&mut renamed.names)[0].push('x');
         assert_eq!(*reprinted(&s.trace, &parent, &renamed), renamed.to_string());
     }
 

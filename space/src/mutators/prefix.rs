@@ -21,7 +21,7 @@ pub(crate) type PrefixState = Option<super::Before>;
 
 struct Entry {
     insts: Vec<Inst>,
-    names: Vec<String>,
+    names: Arc<Vec<String>>,
     nest: Nest,
     state: PrefixState,
 }
@@ -37,7 +37,12 @@ pub(crate) fn prefix_state(trace: &Trace, i: usize, nest: &Nest) -> PrefixState 
     let found = PREFIXES.with(|t| {
         t.borrow()
             .iter()
-            .find(|e| e.insts.len() == i && e.insts == prefix && e.names == trace.names && e.nest == *nest)
+            .find(|e| {
+                e.insts.len() == i
+                    && e.insts == prefix
+                    && (Arc::ptr_eq(&e.names, &trace.names) || e.names == trace.names)
+                    && e.nest == *nest
+            })
             .map(|e| e.state.clone())
     });
     if let Some(state) = found {

@@ -41,7 +41,7 @@ pub(crate) fn single_iteration_axis(nest: &Nest, b: BlockId, k: usize) -> bool {
     let binding = &nest.block(b).bindings[k];
     nest.ancestors(Node::Block(b))
         .into_iter()
-        .filter(|l| binding.uses_var(nest.loop_(*l).var) && nest.blocks_in(Node::Loop(*l)) == [b])
+        .filter(|l| binding.uses_var(nest.loop_(*l).var) && nest.blocks_in(Node::Loop(*l)).as_slice() == [b])
         .all(|l| nest.extent(l).as_int() == Some(1))
 }
 

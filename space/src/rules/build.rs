@@ -66,7 +66,7 @@ impl State {
     /// of its ancestors), with their random variables.
     pub fn own_loops(&mut self, b: BlockRv, block: BlockId) -> Vec<(LoopRv, LoopId)> {
         let all = self.get_loops(b, block);
-        all.into_iter().filter(|(_, l)| self.probe.blocks_in(Node::Loop(*l)) == vec![block]).collect()
+        all.into_iter().filter(|(_, l)| self.probe.blocks_in(Node::Loop(*l)).as_slice() == [block]).collect()
     }
 
     /// `l1, l2, ... = split(l, factors=[t1, t2, ...])` by sampled factors;

@@ -143,7 +143,7 @@ impl BlockRule for MultiLevelTiling {
         if n_reduce == 0 || n_spatial < 2 || !has_reuse(nest, b) {
             return None;
         }
-        let own: Vec<_> = nest.ancestors(Node::Block(b));
+        let own = nest.ancestors(Node::Block(b));
         if own.len() != blk.iters.len() {
             return None;
         }

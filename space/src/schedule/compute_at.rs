@@ -41,7 +41,7 @@ impl Nest {
         // The producer's own nest: the outermost ancestor (or the block) not enclosing `l`.
         let l_anc = self.ancestors(Node::Loop(l));
         let top = anc.iter().find(|a| !l_anc.contains(a) && **a != l).map(|a| Node::Loop(*a)).unwrap_or(Node::Block(b));
-        if self.blocks_in(top) != vec![b] {
+        if self.blocks_in(top).as_slice() != [b] {
             return Err(structure(format!("block `{bname}` shares its loops with other blocks")));
         }
         // The producer must come before the consumer loop in their common body.

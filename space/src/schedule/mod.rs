@@ -67,7 +67,7 @@ impl ScheduleError {
 pub(crate) type Result<T> = std::result::Result<T, ScheduleError>;
 
 use crate::ids::{BlockId, LoopId};
-use crate::ir::{LoopKind, Nest, Node};
+use crate::ir::{LoopKind, Loops, Nest, Node};
 
 impl Nest {
     /// Fails unless the loop is alive.
@@ -127,7 +127,7 @@ impl Nest {
     }
 
     /// The loops enclosing a block, outermost first.
-    pub fn get_loops(&self, b: BlockId) -> Result<Vec<LoopId>> {
+    pub fn get_loops(&self, b: BlockId) -> Result<Loops> {
         self.check_block("get_loops", b)?;
         Ok(self.ancestors(Node::Block(b)))
     }

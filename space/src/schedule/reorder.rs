@@ -28,7 +28,7 @@ impl Nest {
             return Ok(());
         }
         // The innermost listed loop must have every other listed loop as an ancestor.
-        let depth = |l: LoopId| self.ancestors(Node::Loop(l)).len();
+        let depth = |l: LoopId| self.depth(Node::Loop(l));
         let inner = *order.iter().max_by_key(|l| depth(**l)).expect("non-empty");
         let anc = self.ancestors(Node::Loop(inner));
         for l in order {
@@ -84,7 +84,7 @@ impl Nest {
 
     /// The outermost loop of a rebuilt chain (the first of `path` in the new order).
     fn chain_top(&self, path: &[LoopId]) -> LoopId {
-        let depth = |l: LoopId| self.ancestors(Node::Loop(l)).len();
+        let depth = |l: LoopId| self.depth(Node::Loop(l));
         *path.iter().min_by_key(|l| depth(**l)).expect("non-empty path")
     }
 

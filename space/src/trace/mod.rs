@@ -42,14 +42,17 @@ pub use print::Named;
 pub use rv::{BlockRv, LoopOrBlock, LoopRv, RvId, ValueRv};
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// A schedule: instructions in order, and the names of their random variables.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct Trace {
     /// The instructions.
     pub insts: Vec<Inst>,
-    /// The name of each random variable, indexed by its id.
-    pub names: Vec<String>,
+    /// The name of each random variable, indexed by its id: shared by the
+    /// traces cloned from one another (a search drafts thousands of
+    /// mutants of a trace, and they all keep its names).
+    pub names: Arc<Vec<String>>,
     /// Source line of each instruction when parsed from text (for messages).
     #[serde(skip)]
     pub lines: Vec<usize>,
@@ -103,7 +106,7 @@ impl Trace {
     }
 
     fn new_id(&mut self, name: String) -> u32 {
-        self.names.push(name);
+        Arc::make_mut(&mut self.names).push(name);
         u32::try_from(self.names.len() - 1).expect("fewer than 2^32 random variables")
     }
 

@@ -177,7 +177,7 @@ fn choices_are_typed_values() {
 fn names_live_once_in_the_trace_and_arguments_are_typed_ids() {
     let text = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nannotate(b, key=\"k\", value=\"v\")\nannotate(i, key=\"k\", value=\"v\")\ni, i1 = split(i, factors=[None, 4])\nunroll(i)\n";
     let t = parse_trace(text).expect("parses");
-    assert_eq!(t.names, ["b", "i", "j", "k", "i", "i1"]);
+    assert_eq!(*t.names, ["b", "i", "j", "k", "i", "i1"]);
     assert_eq!(t.insts[0], Inst::GetBlock { out: BlockRv(0), name: "C".into() });
     assert_eq!(
         t.insts[2].clone(),

@@ -29,7 +29,7 @@ pub fn parse_trace(text: &str) -> Result<Trace, TraceError> {
         trace.insts.push(inst);
         trace.lines.push(no);
     }
-    trace.names = scope.into_names();
+    trace.names = std::sync::Arc::new(scope.into_names());
     super::check::check_kinds(&trace)?;
     Ok(trace)
 }
