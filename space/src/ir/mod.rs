@@ -17,6 +17,9 @@ mod print;
 mod query;
 mod verify;
 
+#[cfg(test)]
+mod tests;
+
 pub use exec::ExecError;
 pub use parse::{parse_nest, NestParseError};
 pub use verify::VerifyError;

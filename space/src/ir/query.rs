@@ -261,12 +261,27 @@ impl Nest {
 
     /// Flattened element offset of an access, simplified.
     pub fn flat_index(&self, t: TensorId, indices: &[Expr]) -> Expr {
-        let st = self.strides(t);
-        let mut acc = Expr::Int(0);
-        for (i, s) in indices.iter().zip(st) {
-            acc = acc + i.clone() * s;
+        // Built innermost dimension first, without the `0 +` and `* 1` the
+        // simplifier would drop anyway: lowering and replay flatten accesses
+        // by the hundred thousand, and each node is an allocation.
+        let shape = &self.tensor(t).shape;
+        let mut stride = Expr::Int(1);
+        let mut acc: Option<Expr> = None;
+        for d in (0..shape.len()).rev() {
+            if d + 1 < shape.len() {
+                stride = simplify(&(stride * shape[d + 1].clone()), self);
+            }
+            let Some(i) = indices.get(d) else { continue };
+            let term = match stride {
+                Expr::Int(1) => i.clone(),
+                _ => i.clone() * stride.clone(),
+            };
+            acc = Some(match acc {
+                None => term,
+                Some(a) => term + a,
+            });
         }
-        simplify(&acc, self)
+        simplify(&acc.unwrap_or(Expr::Int(0)), self)
     }
 
     /// Detaches a node from its parent's body (it must be attached).
