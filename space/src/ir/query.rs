@@ -18,6 +18,22 @@ impl RangeCtx for Nest {
     }
 }
 
+/// The block a node is, if it is one.
+fn as_block(n: Node) -> Option<BlockId> {
+    match n {
+        Node::Block(b) => Some(b),
+        Node::Loop(_) => None,
+    }
+}
+
+/// The loop a node is, if it is one.
+fn as_loop(n: Node) -> Option<LoopId> {
+    match n {
+        Node::Loop(l) => Some(l),
+        Node::Block(_) => None,
+    }
+}
+
 impl Nest {
     /// Enclosing loops of a node, outermost first.
     pub fn ancestors(&self, n: Node) -> Loops {
@@ -45,24 +61,12 @@ impl Nest {
 
     /// Every block inside a node (itself if a block), in execution order.
     pub fn blocks_in(&self, n: Node) -> Blocks {
-        let mut out = Blocks::new();
-        self.walk(n, &mut |x| {
-            if let Node::Block(b) = x {
-                out.push(b);
-            }
-        });
-        out
+        self.gather(&[n], as_block)
     }
 
     /// Every loop inside a node (including itself), in pre-order.
     pub fn loops_in(&self, n: Node) -> Loops {
-        let mut out = Loops::new();
-        self.walk(n, &mut |x| {
-            if let Node::Loop(l) = x {
-                out.push(l);
-            }
-        });
-        out
+        self.gather(&[n], as_loop)
     }
 
     /// Pre-order walk.
@@ -77,26 +81,19 @@ impl Nest {
 
     /// Every live block in execution order.
     pub fn all_blocks(&self) -> Blocks {
-        let mut out = Blocks::new();
-        for n in &self.root {
-            self.walk(*n, &mut |x| {
-                if let Node::Block(b) = x {
-                    out.push(b);
-                }
-            });
-        }
-        out
+        self.gather(&self.root, as_block)
     }
 
     /// Every live loop in pre-order.
     pub fn all_loops(&self) -> Loops {
-        let mut out = Loops::new();
-        for n in &self.root {
-            self.walk(*n, &mut |x| {
-                if let Node::Loop(l) = x {
-                    out.push(l);
-                }
-            });
+        self.gather(&self.root, as_loop)
+    }
+
+    /// What `pick` takes of the nodes under `tops` (each included), in pre-order.
+    fn gather<A: smallvec::Array>(&self, tops: &[Node], pick: fn(Node) -> Option<A::Item>) -> smallvec::SmallVec<A> {
+        let mut out = smallvec::SmallVec::new();
+        for n in tops {
+            self.walk(*n, &mut |x| out.extend(pick(x)));
         }
         out
     }
