@@ -90,7 +90,11 @@ impl Nest {
     }
 
     /// What `pick` takes of the nodes under `tops` (each included), in pre-order.
-    fn gather<A: smallvec::Array>(&self, tops: &[Node], pick: fn(Node) -> Option<A::Item>) -> smallvec::SmallVec<A> {
+    fn gather<A: smallvec::Array>(
+        &self,
+        tops: &[Node],
+        pick: impl Fn(Node) -> Option<A::Item>,
+    ) -> smallvec::SmallVec<A> {
         let mut out = smallvec::SmallVec::new();
         for n in tops {
             self.walk(*n, &mut |x| out.extend(pick(x)));
