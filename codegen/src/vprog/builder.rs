@@ -358,6 +358,39 @@ mod tests {
             .collect()
     }
 
+    /// A builder on a thread where one finished starts with that one's
+    /// emptied maps and buffers, and builds the same program as a builder
+    /// with none.
+    #[test]
+    fn a_finished_builder_leaves_its_maps_and_buffers_to_the_next() {
+        fn build() -> (Program, usize, usize) {
+            let mut b = Builder::new("k");
+            let (pooled_maps, pooled_lists) = (b.spare.len(), b.spare_lists.len());
+            let x = b.add_scalar_param("x", DType::I32);
+            let x = b.emit(Op::Cast(x, Elem::Index));
+            for _ in 0..3 {
+                let var = b.begin_loop();
+                let c = b.index(7);
+                b.bin(BinOp::Add, x, c);
+                b.bin(BinOp::Mul, var, c);
+                let (zero, end) = (b.index(0), b.index(4));
+                b.end_loop(var, zero, end, LoopHint::None);
+            }
+            (b.finish(), pooled_maps, pooled_lists)
+        }
+        std::thread::spawn(|| {
+            let (first, maps, lists) = build();
+            assert_eq!((maps, lists), (0, 0), "a new thread's first builder has nothing pooled");
+            // The root list's maps and the loops' (one after another, so one set).
+            let (second, maps, lists) = build();
+            assert!((maps, lists) == (2, 1), "{maps} maps and {lists} buffers pooled");
+            assert!(POOL.with(|p| p.borrow().maps.iter().all(|(c, o)| c.is_empty() && o.is_empty())));
+            assert_eq!(format!("{first:?}"), format!("{second:?}"));
+        })
+        .join()
+        .expect("the builder thread");
+    }
+
     #[test]
     fn index_constants_and_operations_are_reused_within_one_list_only() {
         let mut b = Builder::new("k");

@@ -251,9 +251,9 @@ impl Nest {
     }
 
     /// Row-major strides of a tensor (in elements).
-    pub fn strides(&self, t: TensorId) -> Vec<Expr> {
+    pub fn strides(&self, t: TensorId) -> smallvec::SmallVec<[Expr; 4]> {
         let shape = &self.tensor(t).shape;
-        let mut st = vec![Expr::Int(1); shape.len()];
+        let mut st: smallvec::SmallVec<[Expr; 4]> = smallvec::smallvec![Expr::Int(1); shape.len()];
         for d in (0..shape.len().saturating_sub(1)).rev() {
             st[d] = simplify(&(st[d + 1].clone() * shape[d + 1].clone()), self);
         }
@@ -262,24 +262,18 @@ impl Nest {
 
     /// Flattened element offset of an access, simplified.
     pub fn flat_index(&self, t: TensorId, indices: &[Expr]) -> Expr {
-        // Built innermost dimension first, without the `0 +` and `* 1` the
-        // simplifier would drop anyway: lowering and replay flatten accesses
-        // by the hundred thousand, and each node is an allocation.
-        let shape = &self.tensor(t).shape;
-        let mut stride = Expr::Int(1);
+        // Without the `0 +` and `* 1` the simplifier would drop anyway:
+        // lowering and replay flatten accesses by the hundred thousand, and
+        // each node is an allocation.
         let mut acc: Option<Expr> = None;
-        for d in (0..shape.len()).rev() {
-            if d + 1 < shape.len() {
-                stride = simplify(&(stride * shape[d + 1].clone()), self);
-            }
-            let Some(i) = indices.get(d) else { continue };
-            let term = match stride {
+        for (i, s) in indices.iter().zip(self.strides(t)) {
+            let term = match s {
                 Expr::Int(1) => i.clone(),
-                _ => i.clone() * stride.clone(),
+                s => i.clone() * s,
             };
             acc = Some(match acc {
                 None => term,
-                Some(a) => term + a,
+                Some(a) => a + term,
             });
         }
         simplify(&acc.unwrap_or(Expr::Int(0)), self)
