@@ -433,12 +433,14 @@ impl Cse<'_> {
         }
         let ty = self.prog.ty(dst);
         let key = key_of(&ty, op);
-        let found = self.index.get(&key).and_then(|at| {
-            at.iter()
-                .map(|i| &self.table[*i])
-                .find(|a| a.ty == ty && a.op == *op && (!self.in_parallel || a.list == id))
-                .map(|a| (a.reg, a.list))
-        });
+        // One look-up of the key, found or not (most operations are new).
+        let at = self.index.entry(key).or_default();
+        let table = &self.table;
+        let found = at
+            .iter()
+            .map(|i| &table[*i])
+            .find(|a| a.ty == ty && a.op == *op && (!self.in_parallel || a.list == id))
+            .map(|a| (a.reg, a.list));
         match found {
             Some((reg, list)) if self.scopes.reads_within(dst, list) => {
                 self.renames[dst.0 as usize] = Some(reg);
@@ -446,7 +448,7 @@ impl Cse<'_> {
             }
             Some(_) => false,
             None => {
-                self.index.entry(key).or_default().push(self.table.len());
+                at.push(self.table.len());
                 self.table.push(Available { key, ty, op: op.clone(), reg: dst, list: id });
                 false
             }
