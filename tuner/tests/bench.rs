@@ -197,7 +197,7 @@ fn search_efficiency_runs_both_strategies_from_cold_starts() {
     // Every run's incumbents were timed again, together, and nothing failed.
     assert_eq!(
         masked[0],
-        "curves: each trial's incumbent, its # distinct candidates re-measured together in # interleaved rounds",
+        "curves: each trial's incumbent, its # distinct candidates (# distinct codes, each timed once) re-measured together in # interleaved rounds",
         "{masked:#?}"
     );
     assert!(masked[1].starts_with("search efficiency of matmul:M=#,N=#,K=#: best of all runs # GFLOPS; goal # GFLOPS"));

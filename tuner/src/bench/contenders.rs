@@ -56,6 +56,21 @@ pub struct Contender {
 }
 
 impl Contender {
+    /// The identity of the code it runs: its builds' kernel code
+    /// ([`Built::code`]) with the vector lengths each runs at; `None` when
+    /// the build failed or a build does not know its code.
+    pub fn code_identity(&self) -> Option<String> {
+        let builds = self.builds.as_ref().ok()?;
+        let mut out = String::new();
+        for (vls, built) in builds {
+            if built.code.is_empty() {
+                return None;
+            }
+            out.push_str(&format!("{vls:?}:{};", built.code));
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
     /// The harness that runs at `vl`.
     fn built_for(&self, vl: u32) -> Result<&Arc<Built>, String> {
         match &self.builds {
