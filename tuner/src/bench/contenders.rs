@@ -3,7 +3,7 @@
 use super::baseline::{self, BaselineKind};
 use super::BenchError;
 use scaletune_codegen::target::Target;
-use scaletune_measure::builder::Builder;
+use scaletune_measure::builder::{code_identity, Builder};
 use scaletune_measure::stats::median;
 use scaletune_measure::{
     Built, Candidate, LlvmBuilder, NativeRunner, QemuRunner, Status, TimingProtocol, VlMeasurement,
@@ -56,19 +56,18 @@ pub struct Contender {
 }
 
 impl Contender {
-    /// The identity of the code it runs: its builds' kernel code
-    /// ([`Built::code`]) with the vector lengths each runs at; `None` when
-    /// the build failed or a build does not know its code.
+    /// The identity of the code it runs: [`code_identity`] of its builds'
+    /// kernel objects, as a farm's measurement records it; `None` when the
+    /// build failed or a build does not know its code (a baseline's
+    /// hand-written kernel).
     pub fn code_identity(&self) -> Option<String> {
         let builds = self.builds.as_ref().ok()?;
-        let mut out = String::new();
-        for (vls, built) in builds {
-            if built.code.is_empty() {
-                return None;
-            }
-            out.push_str(&format!("{vls:?}:{};", built.code));
+        if builds.is_empty() || builds.iter().any(|(_, built)| built.code.is_empty()) {
+            return None;
         }
-        (!out.is_empty()).then_some(out)
+        let objects: Vec<(Option<u32>, String)> =
+            builds.iter().map(|(_, built)| (built.built_for_vl, built.code.clone())).collect();
+        Some(code_identity(&objects))
     }
 
     /// The harness that runs at `vl`.

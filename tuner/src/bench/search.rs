@@ -410,18 +410,12 @@ mod tests {
         assert_eq!(code_groups(&[]), Vec::<usize>::new());
     }
 
-    /// The three 512^3 winners of one evaluation's evolutionary runs,
-    /// three traces differing only in an `unroll_max_step` budget no loop
-    /// fits, build one object; their code identities are equal, so they
-    /// are timed once. A different kernel's is not.
-    #[test]
-    fn traces_differing_in_a_decision_the_code_ignores_have_one_code_identity() {
-        let workload = Arc::new(load_workload_to_run("matmul:M=48,N=40,K=24").expect("workload"));
-        let target = Arc::new(Target::load("host").expect("host"));
-        let builder = LlvmBuilder::new();
-        let trace = |budget: usize, rows: i64| {
-            parse_trace(&format!(
-                r#"b1 = get_block("C")
+    /// A small matmul's trace: `rows` rows of `C` unrolled by 8-lane
+    /// vectors, with an `unroll_max_step` budget (decision `budget`) that
+    /// no loop of it fits, so the budget changes no code.
+    fn budget_trace(budget: usize, rows: i64) -> String {
+        format!(
+            r#"b1 = get_block("C")
 l2, l3, l4 = get_loops(b1)
 l5, l6 = split(l3, factors=[None, 8])
 l7, l8 = split(l2, factors=[None, {rows}])
@@ -433,17 +427,55 @@ l10, l11, l12, l13, l14 = get_loops(b9)
 unroll15 = sample_categorical(candidates=[0, 4, 16, 64], probs=[0.25, 0.25, 0.25, 0.25], decision={budget})
 annotate(l10, key="unroll_max_step", value=unroll15)
 "#
-            ))
-            .expect("parses")
-        };
+        )
+    }
+
+    /// The workload [`budget_trace`] schedules.
+    const SMALL: &str = "matmul:M=48,N=40,K=24";
+
+    /// The three 512^3 winners of one evaluation's evolutionary runs,
+    /// three traces differing only in an `unroll_max_step` budget no loop
+    /// fits, build one object; their code identities are equal, so they
+    /// are timed once. A different kernel's is not.
+    #[test]
+    fn traces_differing_in_a_decision_the_code_ignores_have_one_code_identity() {
+        let workload = Arc::new(load_workload_to_run(SMALL).expect("workload"));
+        let target = Arc::new(Target::load("host").expect("host"));
+        let builder = LlvmBuilder::new();
         let vl = target.default_vl_bits.first().copied().unwrap_or(128);
-        let build = |t| build_trace(&builder, Kernel::Tuned, &workload, &target, t, &[vl], Duration::from_secs(10));
+        let build = |budget, rows| {
+            let t = parse_trace(&budget_trace(budget, rows)).expect("parses");
+            build_trace(&builder, Kernel::Tuned, &workload, &target, t, &[vl], Duration::from_secs(10))
+        };
         let codes: Vec<Option<String>> =
-            [trace(0, 4), trace(1, 4), trace(0, 3)].into_iter().map(|t| build(t).code_identity()).collect();
+            [(0, 4), (1, 4), (0, 3)].into_iter().map(|(b, r)| build(b, r).code_identity()).collect();
         assert!(codes.iter().all(Option::is_some), "{codes:?}");
         assert_eq!(codes[0], codes[1], "the budget changes no code");
         assert_ne!(codes[0], codes[2], "3 rows are other code than 4");
         assert_eq!(code_groups(&codes), [0, 0, 2]);
+    }
+
+    /// Re-measured, runs whose incumbents build one code get one figure
+    /// (the same median, bit for bit, where timing the object twice would
+    /// give two), other code its own; three traces, two codes timed.
+    #[test]
+    fn incumbents_of_one_code_are_timed_once_and_share_the_figure() {
+        let on = On::new("host", &[]).expect("host");
+        let mut runs: Vec<Run> = [(0, 4), (1, 4), (0, 3)]
+            .into_iter()
+            .map(|(budget, rows)| Run {
+                strategy: StrategyKind::Evolutionary,
+                seed: 1,
+                best_so_far: vec![None, Some(1.0)],
+                incumbents: vec![None, Some(budget_trace(budget, rows))],
+            })
+            .collect();
+        let done = remeasure(SMALL, &on, &mut runs, 3).expect("re-measures");
+        assert_eq!(done, Remeasured { candidates: 3, codes: 2, rounds: 3, failed: 0 });
+        let last: Vec<f64> = runs.iter().map(|r| r.best_so_far[1].expect("timed")).collect();
+        assert!(last.iter().all(|t| t.is_finite() && *t > 0.0 && *t != 1.0), "{last:?}");
+        assert_eq!(last[0].to_bits(), last[1].to_bits(), "one code, one figure: {last:?}");
+        assert_eq!(runs[0].best_so_far[0], None, "no incumbent, no figure");
     }
 
     #[test]
