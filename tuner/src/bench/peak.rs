@@ -19,6 +19,15 @@ pub struct Peak {
     pub lanes: u32,
     /// Independent accumulator chains.
     pub chains: u32,
+    /// GFLOPS of the fastest repeat fed from L1: a micro-kernel's inner loop
+    /// of `l1_rows` x `l1_vectors` vector accumulators over a packed panel
+    /// and broadcast scalars that stay in L1 (the most a kernel that loads
+    /// its operands can reach on this core).
+    pub l1_gflops: f64,
+    /// Rows of the L1-fed tile (one broadcast each per step).
+    pub l1_rows: u32,
+    /// Vectors of the L1-fed tile's rows (one panel load each per step).
+    pub l1_vectors: u32,
 }
 
 /// The CPU as `/proc/cpuinfo` names it.
@@ -72,8 +81,15 @@ pub fn parse_peak(stdout: &str) -> Result<Peak, BenchError> {
     let num = |key: &str| -> Result<f64, BenchError> {
         get(key)?.parse().map_err(|_| BenchError::Probe(format!("`{key}` is not a number in `{line}`")))
     };
-    let peak = Peak { gflops: num("gflops")?, lanes: num("lanes")? as u32, chains: num("chains")? as u32 };
-    if !(peak.gflops.is_finite() && peak.gflops > 0.0) {
+    let peak = Peak {
+        gflops: num("gflops")?,
+        lanes: num("lanes")? as u32,
+        chains: num("chains")? as u32,
+        l1_gflops: num("l1_gflops")?,
+        l1_rows: num("l1_rows")? as u32,
+        l1_vectors: num("l1_vectors")? as u32,
+    };
+    if ![peak.gflops, peak.l1_gflops].iter().all(|g| g.is_finite() && *g > 0.0) {
         return Err(BenchError::Probe(format!("implausible throughput in `{line}`")));
     }
     Ok(peak)
@@ -141,10 +157,20 @@ mod tests {
 
     #[test]
     fn the_result_line_is_parsed_and_garbage_refused() {
-        let out = "noise\nscaletune-peak: gflops=133.730 lanes=16 chains=16 seconds=0.076 checksum=1327.8\n";
-        assert_eq!(parse_peak(out).expect("parses"), Peak { gflops: 133.73, lanes: 16, chains: 16 });
+        let out = "noise\nscaletune-peak: gflops=133.730 lanes=16 chains=16 seconds=0.076 l1_gflops=120.5 l1_rows=6 \
+                   l1_vectors=4 checksum=1327.8\n";
+        let want = Peak { gflops: 133.73, lanes: 16, chains: 16, l1_gflops: 120.5, l1_rows: 6, l1_vectors: 4 };
+        assert_eq!(parse_peak(out).expect("parses"), want);
         let err = parse_peak("scaletune-peak: gflops=x lanes=16 chains=16").expect_err("not a number");
         assert_eq!(err.to_string(), "FMA-peak probe: `gflops` is not a number in `gflops=x lanes=16 chains=16`");
+        // A probe of an older source, without the L1-fed figures, is refused by name.
+        let err = parse_peak("scaletune-peak: gflops=1.5 lanes=16 chains=16 seconds=1").expect_err("no L1 figure");
+        assert_eq!(
+            err.to_string(),
+            "FMA-peak probe: `l1_gflops` missing from `gflops=1.5 lanes=16 chains=16 seconds=1`"
+        );
+        let err = parse_peak(&out.replace("l1_gflops=120.5", "l1_gflops=0")).expect_err("zero");
+        assert!(err.to_string().starts_with("FMA-peak probe: implausible throughput in `gflops=133.730"), "{err}");
         assert!(parse_peak("nothing").is_err());
     }
 
@@ -160,5 +186,8 @@ mod tests {
         };
         assert_eq!(peak.lanes, lanes);
         assert!(peak.gflops > 1.0, "{peak:?}");
+        // 6 rows of as many vectors as 32 registers hold beside the panel and a broadcast, else 16.
+        assert_eq!((peak.l1_rows, peak.l1_vectors), (6, if lanes == 16 { 4 } else { 2 }), "{peak:?}");
+        assert!(peak.l1_gflops > 1.0, "{peak:?}");
     }
 }

@@ -66,6 +66,8 @@ pub struct BenchReport {
     pub peak_runs: Vec<Peak>,
     /// The best of `peak_runs` in GFLOPS (the peak printed).
     pub peak_gflops: f64,
+    /// The best L1-fed figure of `peak_runs` in GFLOPS (see [`Peak::l1_gflops`]).
+    pub l1_fed_gflops: f64,
     /// The OpenBLAS kernels the baseline ran (`None` without host shapes,
     /// or when the library could not be probed).
     pub openblas: Option<OpenBlasCore>,
@@ -93,6 +95,13 @@ pub fn host_table(report: &BenchReport) -> String {
         out,
         "host: {} ({}), one thread; FMA peak {:.1} GFLOPS ({lanes} f32 lanes x {chains} chains)",
         report.cpu.model, report.cpu.vector_isa, report.peak_gflops
+    );
+    let (rows, vectors) = best.map_or((0, 0), |p| (p.l1_rows, p.l1_vectors));
+    let _ = writeln!(
+        out,
+        "fed from L1: {:.1} GFLOPS, {:.1}% of the peak (a {rows}x{vectors}-register broadcast-FMA tile over an L1-resident panel: the most a kernel that loads its operands can reach)",
+        report.l1_fed_gflops,
+        if report.peak_gflops > 0.0 { 100.0 * report.l1_fed_gflops / report.peak_gflops } else { 0.0 }
     );
     let _ = writeln!(
         out,
