@@ -81,7 +81,7 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
             .expect("bench.json is JSON");
     expect![[r#"
         host: <model> (<vector_isa>), one thread; FMA peak # GFLOPS (# f# lanes x # chains)
-        fed from L#: # GFLOPS, #% of the peak (a #x#-register broadcast-FMA tile over an L#-resident panel: the most a kernel that loads its operands can reach)
+        fed from L#: #% of the FMA rate of the same probe run (median of #; best # GFLOPS), a #x#-register broadcast-FMA tile over an L#-resident panel: the most a kernel that loads its operands can reach
         # probes, slowest # GFLOPS; `of peak` divides each timing round by the probe run right after it
         OpenBLAS: <kernels>
         shape kernel code check time (us) GFLOPS vs OpenBLAS vs clang of peak
@@ -137,6 +137,7 @@ fn quick_bench_prints_every_kernel_checked_and_reuses_its_database() {
     assert!(host.iter().filter(clang).all(|r| r["vs_clang"].as_f64() == Some(1.0)));
     assert!(json["peak_gflops"].as_f64().is_some_and(|p| p > 1.0));
     assert!(json["l1_fed_gflops"].as_f64().is_some_and(|p| p > 1.0));
+    assert!(json["l1_fed_share"].as_f64().is_some_and(|s| s > 0.0));
     // The probe ran at the start, after the one timing round of each of the three host shapes, and at the end.
     assert_eq!(json["peak_runs"].as_array().map(Vec::len), Some(5));
     for r in host {

@@ -217,11 +217,13 @@ pub fn run(opts: &BenchOptions, rt: &Handle) -> Result<BenchReport, BenchError> 
     peak_runs.push(probe.run(opts.peak_iterations, PEAK_REPEATS)?);
     let peak_gflops = peak_runs.iter().map(|p| p.gflops).fold(0.0, f64::max);
     let l1_fed_gflops = peak_runs.iter().map(|p| p.l1_gflops).fold(0.0, f64::max);
+    let l1_fed_share = peak::l1_fed_share(&peak_runs);
     Ok(BenchReport {
         cpu: peak::cpu_info(),
         peak_runs,
         peak_gflops,
         l1_fed_gflops,
+        l1_fed_share,
         openblas,
         trials: opts.trials,
         emulated_target: format!(

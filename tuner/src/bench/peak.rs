@@ -30,6 +30,13 @@ pub struct Peak {
     pub l1_vectors: u32,
 }
 
+/// The L1-fed throughput as a share of the register-only one, paired by
+/// probe run (both loops of one run share the machine's state): the median
+/// over `runs` (`None` without runs).
+pub fn l1_fed_share(runs: &[Peak]) -> Option<f64> {
+    scaletune_measure::stats::median(runs.iter().map(|p| p.l1_gflops / p.gflops).filter(|x| x.is_finite()).collect())
+}
+
 /// The CPU as `/proc/cpuinfo` names it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CpuInfo {
@@ -172,6 +179,17 @@ mod tests {
         let err = parse_peak(&out.replace("l1_gflops=120.5", "l1_gflops=0")).expect_err("zero");
         assert!(err.to_string().starts_with("FMA-peak probe: implausible throughput in `gflops=133.730"), "{err}");
         assert!(parse_peak("nothing").is_err());
+    }
+
+    #[test]
+    fn the_l1_fed_share_pairs_each_run_and_takes_the_median() {
+        let run =
+            |gflops: f64, l1_gflops: f64| Peak { gflops, lanes: 16, chains: 16, l1_gflops, l1_rows: 6, l1_vectors: 4 };
+        // An outlier of the L1-fed loop in one run does not set the share.
+        let runs = [run(200.0, 170.0), run(100.0, 90.0), run(220.0, 220.0)];
+        assert_eq!(l1_fed_share(&runs), Some(0.9));
+        assert_eq!(l1_fed_share(&runs[..2]), Some(0.875));
+        assert_eq!(l1_fed_share(&[]), None);
     }
 
     #[test]
