@@ -185,8 +185,12 @@ impl Nest {
 impl Nest {
     /// Decomposes every remaining reduction initialization at the outermost
     /// loop carrying the reduction (what lowering does with undecomposed
-    /// reductions). Blocks without a loop carrying their reduction keep
-    /// `init` (their every execution is the first of its reduction).
+    /// reductions), or deeper where the loops outside carry none of it:
+    /// past reduction loops of one iteration and the spatial loops inside
+    /// them, to the first reduction loop of more (see
+    /// [`Nest::init_position`]). Blocks without a loop carrying their
+    /// reduction keep `init` (their every execution is the first of its
+    /// reduction).
     pub fn decompose_all_inits(&mut self) {
         for b in self.all_blocks() {
             if !self.block(b).init {
@@ -194,7 +198,7 @@ impl Nest {
             }
             let red = self.reduction_loop_vars(b);
             let anc = self.ancestors(Node::Block(b));
-            let Some(pos) = anc.iter().position(|l| red.contains(&self.loop_(*l).var)) else { continue };
+            let Some(pos) = self.init_position(b, &anc, &red) else { continue };
             let spatial = self.spatial_loop_vars(b);
             let chain = anc[pos..].to_vec();
             // A loop carrying both kinds of iterators (fused) keeps the
@@ -207,5 +211,40 @@ impl Nest {
             }
             self.split_init(b, anc[pos], &chain, &red, &spatial);
         }
+    }
+}
+
+impl Nest {
+    /// Where [`Nest::decompose_all_inits`] puts the initialization of block
+    /// `b` (whose enclosing loops, outermost first, are `anc`): the index in
+    /// `anc` of the outermost loop carrying a reduction iterator (`red`),
+    /// moved inward past every serial or unrolled loop that runs once or
+    /// binds spatial iterators only, as long as a reduction loop
+    /// of more than one iteration follows. A reduction block of `kc` equal
+    /// to the whole reduction (`k0` of extent 1) is then initialized per
+    /// register tile, just before the loop that accumulates it, rather than
+    /// in a pass over every element before all the tiles: the zeros are
+    /// stored where the tile's promotion loads them, and LLVM starts the
+    /// accumulators at zero instead. Each skipped spatial loop gives each
+    /// of its iterations elements of its own, so every element is still
+    /// initialized once, before its first update.
+    fn init_position(&self, b: BlockId, anc: &[LoopId], red: &[VarId]) -> Option<usize> {
+        let first = anc.iter().position(|l| red.contains(&self.loop_(*l).var))?;
+        let spatial = self.spatial_loop_vars(b);
+        let once = |l: LoopId| crate::expr::simplify(self.extent(l), self) == Expr::Int(1);
+        for (i, &l) in anc.iter().enumerate().skip(first) {
+            let v = self.loop_(l).var;
+            let plain = matches!(self.loop_(l).kind, crate::ir::LoopKind::Serial | crate::ir::LoopKind::Unroll);
+            if plain && once(l) {
+                continue;
+            }
+            if red.contains(&v) {
+                return Some(i);
+            }
+            if !(plain && spatial.contains(&v)) {
+                break;
+            }
+        }
+        Some(first)
     }
 }
