@@ -310,3 +310,59 @@ vectorize(i00, tail="predicate")
 "#;
     check("scale_add:N=37", trace, sve());
 }
+
+#[test]
+fn a_reduction_block_of_the_whole_reduction_initializes_each_register_tile() {
+    // k0 runs once: each tile of 6 rows is zeroed just before its k1 loop,
+    // inside the loop over the tiles, and no pass over the strip comes
+    // before them; a last partial tile (13 rows) and a K of one block.
+    let trace = r#"b = get_block("C")
+i, j, k = get_loops(b)
+j0, j1 = split(j, factors=[None, 4*vscale])
+i0, i1 = split(i, factors=[None, 6])
+k0, k1 = split(k, factors=[None, 17])
+reorder(j0, k0, i0, k1, i1, j1)
+unroll(i1)
+vectorize(j1, tail="predicate")
+"#;
+    let prog = check("matmul:M=13,N=21,K=17", trace, sve());
+    // Loops enclosing each vector store of the zeros: the stores of a
+    // splat made outside every loop (the tiles' write-backs store
+    // accumulators, made inside them).
+    fn zero_store_depths(p: &Program) -> Vec<usize> {
+        fn walk(splats: &[crate::vprog::Reg], s: &[Stmt], depth: usize, out: &mut Vec<usize>) {
+            for x in s {
+                match x {
+                    Stmt::VStore { value, .. } if splats.contains(value) => out.push(depth),
+                    Stmt::Loop { body, .. } => walk(splats, body, depth + 1, out),
+                    Stmt::If { then_body, else_body, .. } => {
+                        walk(splats, then_body, depth, out);
+                        walk(splats, else_body, depth, out);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let splats: Vec<crate::vprog::Reg> = p
+            .body
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Assign { dst, op: Op::Splat(..) } => Some(*dst),
+                _ => None,
+            })
+            .collect();
+        let mut out = Vec::new();
+        walk(&splats, &p.body, 0, &mut out);
+        out
+    }
+    // Under j0, k0 (one iteration) and the loop over row tiles, beside k1.
+    let depths = zero_store_depths(&prog);
+    assert!(!depths.is_empty() && depths.iter().all(|&d| d == 3), "{depths:?}\n{prog}");
+    // Two blocks of the reduction: the zeros go before k0, under j0 and
+    // the init's own loop over rows, as before.
+    let two = trace.replace("factors=[None, 17]", "factors=[None, 9]");
+    let prog = check("matmul:M=13,N=21,K=18", &two, sve());
+    let depths = zero_store_depths(&prog);
+    assert!(!depths.is_empty() && depths.iter().all(|&d| d == 2), "{depths:?}\n{prog}");
+    check("matmul:M=13,N=21,K=18", &two, VectorCaps::fixed(256));
+}

@@ -136,6 +136,33 @@ fn decompose_reduction_moves_the_init() {
 }
 
 #[test]
+fn lowering_initializes_a_reduction_past_loops_that_carry_none_of_it() {
+    // Where `decompose_all_inits` (lowering's) puts C's zeros, by the loops
+    // enclosing the init block.
+    let placed = |trace: &str| {
+        let w = load("matmul:M=12,N=16,K=8").expect("workload");
+        let mut nest = Nest::from_workload(&w, VectorCaps::fixed(128));
+        parse_trace(trace).expect("parses").apply(&mut nest).expect("applies");
+        nest.decompose_all_inits();
+        let init = nest.find_block("C_init").expect("an init block");
+        let names: Vec<String> =
+            nest.ancestors(crate::ir::Node::Block(init)).iter().map(|l| nest.loop_name(*l).to_string()).collect();
+        names.join(" ")
+    };
+    let tiles = |kc: i64, inner: &str| {
+        format!(
+            "b = get_block(\"C\")\ni, j, k = get_loops(b)\nj0, j1 = split(j, factors=[None, 4])\ni0, i1 = split(i, factors=[None, 3])\nk0, k1 = split(k, factors=[None, {kc}])\nreorder(j0, k0, i0, k1, i1, j1)\n{inner}"
+        )
+    };
+    // k0 runs once: past it and the serial loop over row tiles, to k1.
+    expect_test::expect!["j0 k0 i0 i1_init j1_init"].assert_eq(&placed(&tiles(8, "unroll(i1)\n")));
+    // k0 runs twice: before it, over the whole strip.
+    expect_test::expect!["j0 i0_init i1_init j1_init"].assert_eq(&placed(&tiles(4, "unroll(i1)\n")));
+    // A parallel loop over the row tiles stops the move at k0.
+    expect_test::expect!["j0 i0_init i1_init j1_init"].assert_eq(&placed(&tiles(8, "unroll(i1)\nparallel(i0)\n")));
+}
+
+#[test]
 fn softmax_fused_by_compute_at() {
     let t = r#"y = get_block("Y")
 i, j = get_loops(y)
