@@ -119,6 +119,20 @@ static __attribute__((noinline, min_vector_width(BENCH_BYTES * 8))) float bench_
     return sum;
 }
 
+/* Seconds of the fastest of `repeats` calls of `loop(n)`; adds each call's result to *checksum. */
+static double bench_fastest(float (*loop)(long), long n, int repeats, float *checksum) {
+    double best = -1.0;
+    for (int r = 0; r < repeats; r++) {
+        double start = bench_now();
+        *checksum += loop(n);
+        double seconds = bench_now() - start;
+        if (best < 0.0 || seconds < best) {
+            best = seconds;
+        }
+    }
+    return best;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s ITERATIONS REPEATS\n", argv[0]);
@@ -130,16 +144,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ITERATIONS and REPEATS must be positive\n");
         return 2;
     }
-    double best = -1.0;
     float checksum = 0.0f;
-    for (int r = 0; r < repeats; r++) {
-        double start = bench_now();
-        checksum += bench_chains(iterations);
-        double seconds = bench_now() - start;
-        if (best < 0.0 || seconds < best) {
-            best = seconds;
-        }
-    }
+    double best = bench_fastest(bench_chains, iterations, repeats, &checksum);
     double flops = 2.0 * (double)iterations * BENCH_CHAINS * BENCH_LANES;
     /* Small operands (products near 1e-6) keep the sums normal and finite. */
     for (int k = 0; k < BENCH_STEPS; k++) {
@@ -153,15 +159,7 @@ int main(int argc, char **argv) {
     /* About as many FMAs as the register-only loop. */
     long per_sweep = (long)BENCH_STEPS * BENCH_ROWS * BENCH_VECTORS;
     long sweeps = (iterations * BENCH_CHAINS + per_sweep - 1) / per_sweep;
-    double l1_best = -1.0;
-    for (int r = 0; r < repeats; r++) {
-        double start = bench_now();
-        checksum += bench_l1_fed(sweeps);
-        double seconds = bench_now() - start;
-        if (l1_best < 0.0 || seconds < l1_best) {
-            l1_best = seconds;
-        }
-    }
+    double l1_best = bench_fastest(bench_l1_fed, sweeps, repeats, &checksum);
     double l1_flops = 2.0 * (double)sweeps * per_sweep * BENCH_LANES;
     printf("scaletune-peak: gflops=%.3f lanes=%d chains=%d seconds=%.6f l1_gflops=%.3f l1_rows=%d l1_vectors=%d "
            "checksum=%g\n",
