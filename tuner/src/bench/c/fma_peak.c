@@ -45,6 +45,15 @@
 
 typedef float bench_vec __attribute__((vector_size(BENCH_BYTES)));
 
+/* a * b + c: one fused instruction where the target has FMA; without it (SSE,
+ * or AVX before FMA3) a multiply and an add, which such a core runs at full
+ * rate, where the fused builtin would call libm's scalar fmaf. */
+#if defined(__FMA__) || defined(__aarch64__)
+#define BENCH_MADD(a, b, c) __builtin_elementwise_fma((a), (b), (c))
+#else
+#define BENCH_MADD(a, b, c) ((a) * (b) + (c))
+#endif
+
 static volatile float bench_x = 0.999999f;
 static volatile float bench_y = 1e-6f;
 
@@ -66,7 +75,7 @@ static __attribute__((noinline, min_vector_width(BENCH_BYTES * 8))) float bench_
     for (long i = 0; i < iterations; i++) {
 #pragma clang loop unroll(full)
         for (int c = 0; c < BENCH_CHAINS; c++) {
-            acc[c] = __builtin_elementwise_fma(acc[c], x, y);
+            acc[c] = BENCH_MADD(acc[c], x, y);
         }
     }
     float sum = 0.0f;
@@ -103,7 +112,7 @@ static __attribute__((noinline, min_vector_width(BENCH_BYTES * 8))) float bench_
             const bench_vec a = bench_rows[r][k] - (bench_vec){};
 #pragma clang loop unroll(full)
                 for (int v = 0; v < BENCH_VECTORS; v++) {
-                    acc[r][v] = __builtin_elementwise_fma(a, b[v], acc[r][v]);
+                    acc[r][v] = BENCH_MADD(a, b[v], acc[r][v]);
                 }
             }
         }
