@@ -60,11 +60,27 @@ impl RangeCtx for AxisCtx<'_> {
     }
 }
 
+/// ` with P=V, ...` naming the parameters given on the command line, so that
+/// an error located at a default in the file says which values it came from.
+fn with_overrides(overrides: &[(String, i64)]) -> String {
+    if overrides.is_empty() {
+        return String::new();
+    }
+    let given: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(" with {}", given.join(", "))
+}
+
 pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> Result<Workload, WorkloadError> {
     let raw = &spec.raw;
     let mut params: Vec<(String, i64)> = raw.params.iter().map(|(k, v)| (k.clone(), *v.get_ref())).collect();
     for (k, v) in overrides {
         match params.iter_mut().find(|(n, _)| n == k) {
+            Some(_) if *v < 1 => {
+                return Err(WorkloadError::BadReference {
+                    reference: format!("{}:{k}={v}", spec.name),
+                    message: format!("parameter `{k}` must be at least 1, got {v}"),
+                });
+            }
             Some(_) if *v > MAX_EXTENT => {
                 return Err(WorkloadError::BadReference {
                     reference: format!("{}:{k}={v}", spec.name),
@@ -109,7 +125,10 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
         for item in &t_ref.shape {
             let n = spec.size(item, &params, &format!("the shape of `{name}`"))?;
             if n < 1 {
-                return Err(spec.at(item.span().start, format!("dimension of `{name}` must be at least 1, got {n}")));
+                return Err(spec.at(
+                    item.span().start,
+                    format!("dimension of `{name}` must be at least 1, got {n}{}", with_overrides(overrides)),
+                ));
             }
             shape.push(n);
         }

@@ -59,6 +59,14 @@ fn overrides_and_references() {
 }
 
 #[test]
+fn an_override_below_one_is_named_as_given_not_at_the_files_default() {
+    let e = load("matmul:N=8,M=0").expect_err("zero rows").to_string();
+    assert_eq!(e, "bad workload reference `matmul:M=0`: parameter `M` must be at least 1, got 0");
+    let e = load("conv2d_nhwc:H=2").expect_err("input smaller than the filter").to_string();
+    assert_eq!(e, "configs/workloads/conv2d_nhwc.toml:18:38: dimension of `Out` must be at least 1, got 0 with H=2");
+}
+
+#[test]
 fn conv_extents_come_from_the_filter() {
     let w = load("conv2d_nhwc:H=10,WI=9,S=2").expect("loads");
     let out = &w.tensors[w.tensor_id("Out").expect("Out").index()];
