@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{root, scaletune, stdout, text};
+use common::{root, scaletune, stderr, stdout, text};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -129,6 +129,33 @@ fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
     let other = dir.path().join("other.db");
     let import = scaletune(&["db", "import", export.to_str().expect("utf-8"), "--db", other.to_str().expect("utf-8")]);
     assert_eq!(stdout(&import), "imported 16 records, 0 already present\n", "{}", text(&import));
+
+    // A database file imports as its export does: a third file merged from
+    // the first gets every record, and the first imported again gets none.
+    let third = dir.path().join("third.db");
+    let ts = third.to_str().expect("utf-8");
+    let from_db = scaletune(&["db", "import", dbs, "--db", ts]);
+    assert_eq!(stdout(&from_db), "imported 16 records, 0 already present\n", "{}", text(&from_db));
+    let again = scaletune(&["db", "import", dbs, "--db", ts]);
+    assert_eq!(stdout(&again), "imported 0 records, 16 already present\n", "{}", text(&again));
+    let exported = |db: &str| stdout(&scaletune(&["db", "export", "--db", db]));
+    assert_eq!(exported(ts).lines().count(), 16);
+    let garbage = dir.path().join("notes.txt");
+    std::fs::write(&garbage, "not records\n").expect("writes");
+    let gs = garbage.to_str().expect("utf-8");
+    let refused = scaletune(&["db", "import", gs, "--db", ts]);
+    assert_eq!(
+        (refused.status.code(), stderr(&refused)),
+        (
+            Some(2),
+            format!("error: {gs} is neither an export of `scaletune db export` (JSON lines) nor an SQLite database\n")
+        )
+    );
+    let itself = scaletune(&["db", "import", dbs, "--db", dbs]);
+    assert_eq!(
+        (itself.status.code(), stderr(&itself)),
+        (Some(2), format!("error: {dbs} is the database being imported into; name another database or an export\n"))
+    );
 }
 
 /// A job on a new shape of a workload the database knows starts from the

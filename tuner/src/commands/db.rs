@@ -42,9 +42,10 @@ pub enum DbCommand {
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
-    /// Records exported from another database (duplicates skipped).
+    /// Records of another database (duplicates skipped): its JSON-lines
+    /// export, or the database file itself.
     Import {
-        /// JSON-lines file.
+        /// JSON-lines file (`db export`), or another scaletune database.
         file: PathBuf,
     },
     /// Integrity, foreign keys, schema version.
@@ -108,15 +109,42 @@ fn stored_objective_text(kind: &str, x: f64) -> String {
     }
 }
 
+/// The JSON lines `db import FILE` reads: FILE itself, or, when FILE is an
+/// SQLite file, what `db export --db FILE` prints (so databases of several
+/// machines merge in one step; a damaged, foreign or newer one is refused
+/// as every command refuses it). Importing a database into itself is an
+/// error.
+fn import_source(file: &Path, into: &Path) -> anyhow::Result<Vec<u8>> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    if !bytes.starts_with(b"SQLite format 3\0") {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first.is_some_and(|&b| b != b'{') {
+            bail!(
+                "{} is neither an export of `scaletune db export` (JSON lines) nor an SQLite database",
+                file.display()
+            );
+        }
+        return Ok(bytes);
+    }
+    let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    if same(file, into) {
+        bail!("{} is the database being imported into; name another database or an export", file.display());
+    }
+    drop(bytes);
+    let source = Database::open_existing(file).with_context(|| format!("importing {}", file.display()))?;
+    let mut lines = Vec::new();
+    source.export_jsonl(&mut lines).with_context(|| format!("reading the records of {}", file.display()))?;
+    Ok(lines)
+}
+
 /// Runs a `db` subcommand; returns the text to print and the exit status.
 pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
     let path = db_path(db);
     let mut out = String::new();
     if let DbCommand::Import { file } = cmd {
+        let lines = import_source(file, &path)?;
         let db = Database::open(&path)?;
-        let f = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
-        let stats =
-            db.import_jsonl(std::io::BufReader::new(f)).with_context(|| format!("importing {}", file.display()))?;
+        let stats = db.import_jsonl(lines.as_slice()).with_context(|| format!("importing {}", file.display()))?;
         let _ = write!(out, "imported {} records, {} already present", stats.inserted, stats.duplicates);
         if stats.other_code > 0 {
             let _ = write!(
