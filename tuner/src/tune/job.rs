@@ -160,7 +160,7 @@ impl Loop<'_> {
             let Some(ti) = scheduler::pick(tasks, &exhausted) else { break StopReason::Exhausted };
             let mut rng = task_rng(self.seed, state.batches);
             state.batches += 1;
-            let n = self.batch.min(self.trials - state.trials).max(1);
+            let n = scheduler::batch_size(tasks, &exhausted, ti, self.batch, self.trials - state.trials);
             if tasks[ti].elites.is_empty() {
                 // What other shapes of its workload found so far.
                 let found = super::task::sibling_donors(tasks, ti);

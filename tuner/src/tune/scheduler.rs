@@ -72,6 +72,21 @@ pub fn pick(tasks: &[Task], exhausted: &[bool]) -> Option<usize> {
         .map(|(idx, _)| idx)
 }
 
+/// The size of the next batch of task `ti`: `batch`, or fewer when the
+/// trials left (`remaining`) would not give every task still warming up
+/// (no measured candidate, not exhausted) a batch of its own: then an equal
+/// share of them, at least one. So a suite of eight kernels given 48
+/// trials warms up all eight, six trials each, where batches of eight
+/// would leave the last two with none.
+pub fn batch_size(tasks: &[Task], exhausted: &[bool], ti: usize, batch: usize, remaining: usize) -> usize {
+    let n = batch.min(remaining).max(1);
+    if tasks[ti].best().is_some() {
+        return n;
+    }
+    let warming = tasks.iter().filter(|t| !exhausted[t.idx] && t.best().is_none()).count().max(1);
+    n.min(remaining / warming).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +132,24 @@ mod tests {
         assert_eq!(pick(&tasks, &[false, false]), Some(1));
         assert_eq!(pick(&tasks, &[false, true]), Some(0), "an exhausted task gets nothing");
         assert_eq!(pick(&tasks, &[true, true]), None);
+    }
+
+    #[test]
+    fn a_small_budget_is_shared_so_every_task_warms_up() {
+        let mut tasks: Vec<Task> = (0..8).map(|i| task(i, 1.0, &[])).collect();
+        let live = [false; 8];
+        assert_eq!(batch_size(&tasks, &live, 0, 8, 48), 6, "48 trials over 8 tasks warming up");
+        assert_eq!(batch_size(&tasks, &live, 0, 8, 200), 8, "a budget that covers them keeps the batch");
+        assert_eq!(batch_size(&tasks, &live, 0, 8, 5), 1, "fewer trials than tasks: one each while they last");
+        assert_eq!(batch_size(&tasks, &live, 0, 8, 0), 1);
+        let mut exhausted = [false; 8];
+        exhausted[4..].iter_mut().for_each(|e| *e = true);
+        assert_eq!(batch_size(&tasks, &exhausted, 0, 8, 24), 6, "exhausted tasks need no share");
+        // Warmed-up tasks neither get a share nor have their batch cut.
+        tasks[..4].iter_mut().for_each(measured);
+        assert_eq!(batch_size(&tasks, &live, 5, 8, 24), 6);
+        assert_eq!(batch_size(&tasks, &live, 0, 8, 24), 8);
+        assert_eq!(batch_size(&tasks, &live, 0, 8, 3), 3, "never past the budget");
     }
 
     /// Rates count by the share of the end-to-end objective that improves:
