@@ -75,6 +75,25 @@ fn an_interrupted_job_resumes_without_measuring_anything_twice() {
     let check = scaletune(&["db", "check", "--db", db.to_str().expect("utf-8")]);
     assert!(check.status.success() && stdout(&check).contains("verdict: ok"), "{}", text(&check));
 
+    // Resuming with other workloads or another target is refused, the job untouched.
+    let dbs = db.to_str().expect("utf-8");
+    let other = scaletune(&["tune", "axpy", "--resume", "1", "--db", dbs]);
+    assert_eq!(
+        (other.status.code(), stderr(&other)),
+        (
+            Some(2),
+            format!(
+                "error: job 1 tunes {WORKLOAD}; `--resume` continues it with its own workloads: leave out `axpy`\n"
+            )
+        )
+    );
+    let elsewhere = scaletune(&["tune", "--resume", "1", "--target", "neon", "--db", dbs]);
+    assert_eq!(
+        stderr(&elsewhere),
+        "error: job 1 tunes on target `host`; `--resume` continues it there: leave out `--target neon`\n"
+    );
+    assert_eq!(records(&db).0, before, "a refused resume measured something");
+
     // Resume with a smaller budget so the test ends: the job's own arguments
     // are used, so its budget of 400 stands; a time limit bounds this run.
     let resumed = tune(&db, &["--resume", "1", "--time-limit", "4s"]);

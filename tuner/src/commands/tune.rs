@@ -107,12 +107,38 @@ pub struct TuneArgs {
 
 impl TuneArgs {
     /// The job this invocation describes (for a new job).
-    fn config(&self) -> anyhow::Result<JobConfig> {
+    /// The workloads named and those of `--suite`, with their weights.
+    fn named_workloads(&self) -> anyhow::Result<Vec<(String, f64)>> {
         let mut workloads: Vec<(String, f64)> = self.workloads.iter().map(|w| (w.clone(), 1.0)).collect();
         if let Some(s) = &self.suite {
             let suite = Suite::load(s)?;
             workloads.extend(suite.tasks.into_iter().map(|t| (t.workload, t.weight)));
         }
+        Ok(workloads)
+    }
+
+    /// With `--resume`, the job runs on with its own workloads and target:
+    /// workloads, a suite or a target given beside it must be the job's, or
+    /// the command is refused (it would otherwise tune something else than
+    /// it was told, silently).
+    fn check_resumed(&self, id: i64, job: &JobConfig) -> anyhow::Result<()> {
+        let names = |ws: &[(String, f64)]| ws.iter().map(|(w, _)| w.clone()).collect::<Vec<_>>().join(" ");
+        let given = self.named_workloads()?;
+        if !given.is_empty() && names(&given) != names(&job.workloads) {
+            bail!(
+                "job {id} tunes {}; `--resume` continues it with its own workloads: leave out `{}`",
+                names(&job.workloads),
+                names(&given)
+            );
+        }
+        if let Some(t) = self.target.as_ref().filter(|t| **t != job.target) {
+            bail!("job {id} tunes on target `{}`; `--resume` continues it there: leave out `--target {t}`", job.target);
+        }
+        Ok(())
+    }
+
+    fn config(&self) -> anyhow::Result<JobConfig> {
+        let workloads = self.named_workloads()?;
         if workloads.is_empty() {
             bail!("nothing to tune: name workloads or a --suite");
         }
@@ -299,6 +325,7 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
             let job = db.job(id)?.with_context(|| format!("{} has no job {id}", path.display()))?;
             let cfg: JobConfig = serde_json::from_str(&job.arguments)
                 .with_context(|| format!("job {id} was not made by this version of `scaletune tune`"))?;
+            args.check_resumed(id, &cfg)?;
             let state: LoopState = job.state.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
             db.reopen_job(id)?;
             println!("resuming job {id} after {} trials ({} batches)", state.trials, state.batches);
