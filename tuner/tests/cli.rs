@@ -594,6 +594,39 @@ fn bad_options_exit_2() {
     }
 }
 
+/// `--vl-weights` must weight the vector lengths the job measures, each
+/// once; a refused job leaves no database behind.
+#[test]
+fn vl_weights_of_lengths_the_job_does_not_measure_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("t.db");
+    let dbs = db.to_str().expect("utf-8");
+    let job = ["tune", "scale_add:N=64", "--target", "sve-generic", "--runner", "qemu", "--db", dbs, "--vl-weights"];
+    let cases: [(&str, Option<&str>, &str); 3] = [
+        (
+            "512=2",
+            Some("128,256"),
+            "error: --vl-weights weights VL 512, which the job does not measure (its VLs: 128,256)\n",
+        ),
+        ("128=1,128=2", Some("128,256"), "error: --vl-weights weights VL 128 twice\n"),
+        (
+            "1024=2",
+            None,
+            "error: --vl-weights weights VL 1024, which the job does not measure (its VLs: 128,256,512,2048)\n",
+        ),
+    ];
+    for (weights, vl, expect) in cases {
+        let mut args: Vec<&str> = job.to_vec();
+        args.push(weights);
+        if let Some(vl) = vl {
+            args.extend(["--vl", vl]);
+        }
+        let o = scaletune(&args);
+        assert_eq!((o.status.code(), String::from_utf8_lossy(&o.stderr).to_string()), (Some(2), expect.to_string()));
+        assert!(!db.exists(), "{args:?} left a database behind");
+    }
+}
+
 /// Deeply nested input is a syntax error naming the place, not a stack
 /// overflow: a workload expression and a trace argument 50,000 levels deep.
 #[test]

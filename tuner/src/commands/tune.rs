@@ -153,7 +153,9 @@ impl TuneArgs {
             bail!("--timeout must be at least 1 second");
         }
         let Some(target) = self.target.clone() else { bail!("--target is required for a new job") };
-        let (_, runner, _) = runner_target(&target, self.runner, &self.vl)?;
+        let (t, runner, _) = runner_target(&target, self.runner, &self.vl)?;
+        let vls = if self.vl.is_empty() { t.default_vl_bits.clone() } else { self.vl.clone() };
+        check_vl_weights(&self.vl_weights, &vls)?;
         let kind = self.objective.unwrap_or(JobConfig::default_objective(runner));
         if kind.is_emulated() && runner != RunnerKind::Qemu {
             bail!("--objective {} is measured under QEMU: add --runner qemu", kind.name());
@@ -187,6 +189,21 @@ impl TuneArgs {
             confirm: ConfirmConfig { top: self.confirm, rounds: self.confirm_rounds, best_runs: self.recheck_best },
         })
     }
+}
+
+/// Every `--vl-weights` entry must weight a vector length the job measures,
+/// once: a weight of another length would be silently ignored.
+fn check_vl_weights(weights: &[(u32, f64)], vls: &[u32]) -> anyhow::Result<()> {
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    for (i, (vl, _)) in weights.iter().enumerate() {
+        if !vls.contains(vl) {
+            bail!("--vl-weights weights VL {vl}, which the job does not measure (its VLs: {})", list(vls));
+        }
+        if weights[..i].iter().any(|(seen, _)| seen == vl) {
+            bail!("--vl-weights weights VL {vl} twice");
+        }
+    }
+    Ok(())
 }
 
 /// Progress on a terminal: a bar with trials, the best per task and the ETA.
