@@ -508,6 +508,7 @@ fn bad_input_gets_a_one_line_error() {
         &["check", "matmul:M=8", "--target", "sve-generic", "--vl", "384"],
         "cannot run at a vector length of 384 bits",
     );
+    fails(&["check", "matmul:M=8", "--target", "sve-generic", "--vl", "128,128"], "--vl lists 128 twice");
 
     let unknown_loop = dir.path().join("unknown.trace");
     std::fs::write(&unknown_loop, "b = get_block(\"C\")\ni, j, k = get_loops(b)\nvectorize(jj)\n").expect("writes");
@@ -602,13 +603,14 @@ fn vl_weights_of_lengths_the_job_does_not_measure_are_refused() {
     let db = dir.path().join("t.db");
     let dbs = db.to_str().expect("utf-8");
     let job = ["tune", "scale_add:N=64", "--target", "sve-generic", "--runner", "qemu", "--db", dbs, "--vl-weights"];
-    let cases: [(&str, Option<&str>, &str); 3] = [
+    let cases: [(&str, Option<&str>, &str); 4] = [
         (
             "512=2",
             Some("128,256"),
             "error: --vl-weights weights VL 512, which the job does not measure (its VLs: 128,256)\n",
         ),
         ("128=1,128=2", Some("128,256"), "error: --vl-weights weights VL 128 twice\n"),
+        ("128=1", Some("128,256,128"), "error: --vl lists 128 twice\n"),
         (
             "1024=2",
             None,

@@ -102,6 +102,7 @@ fn impossible_requests_are_errors_with_exit_status_2() {
         (vec!["--target", "host", "--repeat", "0"], "repeat must be in 1..=1000"),
         (vec!["--target", "host", "--farm", "farm.toml"], "--farm lists remote agents"),
         (vec!["--target", "host", "--vl", "96"], "cannot run at a vector length of 96 bits"),
+        (vec!["--target", "sve-generic", "--runner", "qemu", "--vl", "256,128,256"], "error: --vl lists 256 twice\n"),
     ] {
         let mut all = vec!["measure", "scale_add:N=50"];
         all.extend(&args);

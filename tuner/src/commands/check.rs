@@ -66,7 +66,10 @@ fn verdict_line(runs: &[VlMeasurement]) -> &'static str {
 pub fn run(a: &CheckArgs, rt: &Handle) -> anyhow::Result<CheckOutcome> {
     let w = load_workload(a.workload)?;
     let t = Target::load(a.target).map_err(PipelineError::from)?;
-    for vl in &a.vl_bits {
+    for (i, vl) in a.vl_bits.iter().enumerate() {
+        if a.vl_bits[..i].contains(vl) {
+            bail!("--vl lists {vl} twice");
+        }
         t.vscale_for_vl(*vl).map_err(PipelineError::from)?;
     }
     let sched = a.schedule.map(Schedule::from_file).transpose()?;

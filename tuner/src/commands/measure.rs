@@ -266,6 +266,9 @@ pub(crate) fn runner_target(
     vls: &[u32],
 ) -> anyhow::Result<(Target, RunnerKind, Vec<String>)> {
     let mut t = Target::load(target).map_err(PipelineError::from)?;
+    if let Some(vl) = vls.iter().enumerate().find_map(|(i, vl)| vls[..i].contains(vl).then_some(vl)) {
+        bail!("--vl lists {vl} twice");
+    }
     let kind = runner.unwrap_or(if t.is_native() { RunnerKind::Native } else { RunnerKind::Qemu });
     let mut notes = Vec::new();
     if kind == RunnerKind::Qemu && t.is_native() {
