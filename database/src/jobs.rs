@@ -115,6 +115,16 @@ impl Database {
         })
     }
 
+    /// Replaces a job's arguments (a resumed job given a larger trial budget).
+    pub fn set_job_arguments(&self, job: i64, arguments: &str) -> Result<(), DbError> {
+        self.write(|tx| {
+            if tx.execute("UPDATE jobs SET arguments = ?2 WHERE id = ?1", (job, arguments))? == 0 {
+                return Err(DbError::NoJob(job));
+            }
+            Ok(())
+        })
+    }
+
     /// Ends a job.
     pub fn finish_job(&self, job: i64, status: JobStatus, stop_reason: &str) -> Result<(), DbError> {
         self.write(|tx| {

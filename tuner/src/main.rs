@@ -1,7 +1,7 @@
 //! The `scaletune` command-line interface.
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use scaletune::commands::{agent, bench, build, check, compile, db, info, measure, report, tune};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -240,7 +240,16 @@ fn scaletune_codegen_target(name: &str) -> anyhow::Result<scaletune_codegen::tar
 
 fn main() -> ExitCode {
     scaletune::alloc::configure();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (Command::Tune(args), Some(m)) = (&mut cli.command, matches.subcommand_matches("tune")) {
+        // Which options the command line gave (not their defaults): `--resume` refuses a job's own.
+        args.given = m
+            .ids()
+            .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+            .map(|id| id.to_string())
+            .collect();
+    }
     scaletune::limits::set_max_bytes(cli.max_bytes);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

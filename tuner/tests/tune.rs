@@ -17,6 +17,14 @@ fn tune(db: &Path, extra: &[&str]) -> std::process::Output {
     scaletune(&args)
 }
 
+/// `scaletune tune --resume JOB --db DB EXTRA...`: the job's own options,
+/// so none of [`tune`]'s (which `--resume` refuses).
+fn resume(db: &Path, job: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["tune", "--resume", job, "--db", db.to_str().expect("utf-8")];
+    args.extend_from_slice(extra);
+    scaletune(&args)
+}
+
 /// A finished job of 8 random trials of [`WORKLOAD`] into `DIR/tune.db`:
 /// the database's path and what the job printed.
 fn random_job(dir: &Path) -> (std::path::PathBuf, std::process::Output) {
@@ -92,11 +100,24 @@ fn an_interrupted_job_resumes_without_measuring_anything_twice() {
         stderr(&elsewhere),
         "error: job 1 tunes on target `host`; `--resume` continues it there: leave out `--target neon`\n"
     );
+    let reseeded = resume(&db, "1", &["--seed", "7", "--threads", "1", "--time-limit", "1s"]);
+    assert_eq!(
+        stderr(&reseeded),
+        "error: job 1 keeps the --seed, --threads it was started with; `--resume` continues it so: leave out --seed \
+         --threads\n"
+    );
+    let fewer = resume(&db, "1", &["--trials", "3"]);
+    assert_eq!(
+        stderr(&fewer),
+        format!("error: job 1 has had {before} trials; --trials 3 must be more to continue it\n")
+    );
     assert_eq!(records(&db).0, before, "a refused resume measured something");
+    let stats = scaletune(&["db", "stats", "--db", dbs]);
+    assert!(stdout(&stats).contains("jobs: 1 interrupted"), "{}", text(&stats));
 
     // Resume with a smaller budget so the test ends: the job's own arguments
     // are used, so its budget of 400 stands; a time limit bounds this run.
-    let resumed = tune(&db, &["--resume", "1", "--time-limit", "4s"]);
+    let resumed = resume(&db, "1", &["--time-limit", "4s"]);
     let printed = text(&resumed);
     assert!(resumed.status.success(), "{printed}");
     assert!(printed.starts_with(&format!("resuming job 1 after {before} trials")), "{printed}");
@@ -170,11 +191,76 @@ fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
             format!("error: {gs} is neither an export of `scaletune db export` (JSON lines) nor an SQLite database\n")
         )
     );
+    // An export never overwrites a database, its own or another.
+    let before = std::fs::read(&db).expect("reads");
+    for onto in [dbs, ts] {
+        let over = scaletune(&["db", "export", "--db", dbs, "-o", onto]);
+        assert_eq!(
+            (over.status.code(), stderr(&over)),
+            (
+                Some(2),
+                format!("error: {onto} is an SQLite database, which the export would overwrite: name another file\n")
+            )
+        );
+    }
+    assert_eq!(std::fs::read(&db).expect("reads"), before, "a refused export changed the database");
+    let none = scaletune(&["db", "top", WORKLOAD, "--target", "host", "-k", "0", "--db", dbs]);
+    assert_eq!((none.status.code(), stderr(&none)), (Some(2), "error: -k must be at least 1\n".to_string()));
     let itself = scaletune(&["db", "import", dbs, "--db", dbs]);
     assert_eq!(
         (itself.status.code(), stderr(&itself)),
         (Some(2), format!("error: {dbs} is the database being imported into; name another database or an export\n"))
     );
+}
+
+/// A finished job resumed with a larger `--trials` runs the extra trials
+/// and keeps the new budget; a plain resume after that measures nothing.
+#[test]
+fn a_finished_job_resumed_with_a_larger_budget_runs_the_extra_trials() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = random_job(dir.path());
+    let (before, _) = records(&db);
+    let more = resume(&db, "1", &["--trials", "12"]);
+    assert!(more.status.success(), "{}", text(&more));
+    assert!(stdout(&more).contains("job 1 finished: 12 trials in all; trial budget reached"), "{}", text(&more));
+    let (after, distinct) = records(&db);
+    assert_eq!((after - before, after), (4, distinct), "four new candidates, none measured twice");
+    let again = resume(&db, "1", &[]);
+    assert!(stdout(&again).contains("job 1 finished: 12 trials in all"), "{}", text(&again));
+    assert_eq!(records(&db).0, after, "the raised budget was not kept");
+}
+
+/// A job refused by its options, or by a runner it cannot have, leaves no
+/// job behind (and, refused before the database opens, no file).
+#[test]
+fn a_refused_job_leaves_no_job_marked_running() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("refused.db");
+    let dbs = db.to_str().expect("utf-8");
+    let cases: [(&[&str], &str); 4] = [
+        (&["--repeat", "5000"], "error: bad timing protocol: repeat must be in 1..=1000, not 5000\n"),
+        (&["--farm", "farm.toml"], "error: --farm lists remote agents; it needs --runner remote\n"),
+        (&["--time-limit", "0s"], "error: --time-limit must be more than 0\n"),
+        (
+            &["--report", "Cargo.toml"],
+            "error: --report Cargo.toml: not a directory (the report is DIR/index.html with its charts beside it)\n",
+        ),
+    ];
+    for (extra, expect) in cases {
+        let mut args = vec!["tune", WORKLOAD, "--target", "host", "--db", dbs];
+        args.extend_from_slice(extra);
+        let o = scaletune(&args);
+        assert_eq!((o.status.code(), stderr(&o)), (Some(2), expect.to_string()), "{extra:?}");
+        assert!(!db.exists(), "{extra:?} left a database behind");
+    }
+    // Refused once the database is open: it holds no job.
+    let remote = tune(&db, &["--runner", "remote"]);
+    assert_eq!(
+        stderr(&remote),
+        "error: --runner remote needs --farm FILE listing the agents (see configs/farm.example.toml)\n"
+    );
+    let stats = scaletune(&["db", "stats", "--db", dbs]);
+    assert_eq!(stdout(&stats), format!("{dbs}: 0 records; jobs: none\n"), "{}", text(&stats));
 }
 
 /// A job on a new shape of a workload the database knows starts from the
@@ -270,7 +356,7 @@ fn the_best_candidates_are_re_measured_at_the_end_and_every_run_is_kept() {
     assert_eq!(runs.len(), 2, "{shown}");
     assert!(runs.iter().all(|l| l.contains("; job 1; ")), "{shown}");
     // Resuming the finished job measures nothing, not even its best again.
-    let again = tune(&db, &["--resume", "1"]);
+    let again = resume(&db, "1", &[]);
     assert!(again.status.success(), "{}", text(&again));
     assert!(!stdout(&again).contains("re-measured"), "{}", text(&again));
     let o = scaletune(&["db", "export", "--db", db.to_str().expect("utf-8")]);

@@ -137,6 +137,20 @@ fn import_source(file: &Path, into: &Path) -> anyhow::Result<Vec<u8>> {
     Ok(lines)
 }
 
+/// `db export -o FILE` writes JSON lines over FILE: refused when FILE is an
+/// SQLite file (the database being exported, or any other), which the
+/// export would destroy.
+fn refuse_overwriting_a_database(file: &Path) -> anyhow::Result<()> {
+    let mut head = [0u8; 16];
+    let is_sqlite = std::fs::File::open(file)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0");
+    if is_sqlite {
+        bail!("{} is an SQLite database, which the export would overwrite: name another file", file.display());
+    }
+    Ok(())
+}
+
 /// Runs a `db` subcommand; returns the text to print and the exit status.
 pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
     let path = db_path(db);
@@ -204,6 +218,9 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
             }
         }
         DbCommand::Top { workload, target, k } => {
+            if *k == 0 {
+                bail!("-k must be at least 1");
+            }
             for r in best_records(&db, workload, target, *k)? {
                 let _ = writeln!(
                     out,
@@ -241,6 +258,7 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
             let n = db.export_jsonl(&mut bytes)?;
             match file {
                 Some(f) => {
+                    refuse_overwriting_a_database(f)?;
                     std::fs::write(f, &bytes).with_context(|| format!("cannot write {}", f.display()))?;
                     let _ = writeln!(out, "exported {n} records to {}", f.display());
                 }

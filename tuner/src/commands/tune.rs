@@ -62,11 +62,11 @@ pub struct TuneArgs {
     #[arg(long, value_enum)]
     pub objective: Option<ObjectiveKind>,
     /// Candidates per batch [default: enough to keep builders and runners busy].
-    #[arg(long)]
-    pub batch: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub batch: Option<u32>,
     /// Build workers [default: the number of CPUs].
-    #[arg(long)]
-    pub builders: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub builders: Option<u32>,
     /// Timed repeats per candidate.
     #[arg(long, default_value_t = 5)]
     pub repeat: u32,
@@ -103,7 +103,34 @@ pub struct TuneArgs {
     /// Rewrite the job's HTML report into DIR after every batch (see `scaletune report`).
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// The ids of the options given on the command line (filled in after
+    /// parsing, from clap's value sources): `--resume` refuses the job's own.
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
+
+/// Options a job keeps for its whole life: given beside `--resume`, they are
+/// refused (`--trials` may raise the budget; the time limit, database,
+/// cache and report are this run's).
+const JOB_OPTIONS: [&str; 17] = [
+    "seed",
+    "vl",
+    "vl_weights",
+    "runner",
+    "farm",
+    "strategy",
+    "objective",
+    "batch",
+    "builders",
+    "repeat",
+    "min_repeat_ms",
+    "timeout",
+    "threads",
+    "confirm",
+    "confirm_rounds",
+    "recheck_best",
+    "suite",
+];
 
 impl TuneArgs {
     /// The job this invocation describes (for a new job).
@@ -134,7 +161,31 @@ impl TuneArgs {
         if let Some(t) = self.target.as_ref().filter(|t| **t != job.target) {
             bail!("job {id} tunes on target `{}`; `--resume` continues it there: leave out `--target {t}`", job.target);
         }
+        let own: Vec<String> = JOB_OPTIONS
+            .iter()
+            .filter(|o| self.given.iter().any(|g| g == *o) && **o != "suite")
+            .map(|o| format!("--{}", o.replace('_', "-")))
+            .collect();
+        if !own.is_empty() {
+            bail!(
+                "job {id} keeps the {} it was started with; `--resume` continues it so: leave out {}",
+                own.join(", "),
+                own.join(" ")
+            );
+        }
         Ok(())
+    }
+
+    /// The trial budget of a resumed job: its own, or `--trials` when given,
+    /// which must be more than the trials it has had.
+    fn resumed_budget(&self, id: i64, job: &JobConfig, done: usize) -> anyhow::Result<usize> {
+        if !self.given.iter().any(|g| g == "trials") || self.trials == job.trials {
+            return Ok(job.trials);
+        }
+        if self.trials <= done {
+            bail!("job {id} has had {done} trials; --trials {} must be more to continue it", self.trials);
+        }
+        Ok(self.trials)
     }
 
     fn config(&self) -> anyhow::Result<JobConfig> {
@@ -152,8 +203,14 @@ impl TuneArgs {
         if self.timeout == 0 {
             bail!("--timeout must be at least 1 second");
         }
+        if self.time_limit.is_some_and(|d| d.is_zero()) {
+            bail!("--time-limit must be more than 0");
+        }
         let Some(target) = self.target.clone() else { bail!("--target is required for a new job") };
         let (t, runner, _) = runner_target(&target, self.runner, &self.vl)?;
+        if self.farm.is_some() && runner != RunnerKind::Remote {
+            bail!("--farm lists remote agents; it needs --runner remote");
+        }
         let vls = if self.vl.is_empty() { t.default_vl_bits.clone() } else { self.vl.clone() };
         check_vl_weights(&self.vl_weights, &vls)?;
         let kind = self.objective.unwrap_or(JobConfig::default_objective(runner));
@@ -164,8 +221,8 @@ impl TuneArgs {
             bail!("under QEMU wall time is emulation time: use --objective cycles or instructions");
         }
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let builders = self.builders.unwrap_or(cpus).max(1);
-        Ok(JobConfig {
+        let builders = self.builders.map_or(cpus, |b| b as usize);
+        let cfg = JobConfig {
             workloads,
             target,
             trials: self.trials,
@@ -176,18 +233,20 @@ impl TuneArgs {
             runner,
             farm: self.farm.clone(),
             strategy: self.strategy,
-            batch: self.batch.unwrap_or(2 * builders + 4).max(1),
+            batch: self.batch.map_or(2 * builders + 4, |b| b as usize),
             builders,
             protocol: TimingProtocol {
                 warmup: 1,
-                repeat: self.repeat.max(1),
+                repeat: self.repeat,
                 min_repeat_ms: self.min_repeat_ms,
                 threads: self.threads,
                 ..TimingProtocol::default()
             },
             timeout_s: self.timeout,
             confirm: ConfirmConfig { top: self.confirm, rounds: self.confirm_rounds, best_runs: self.recheck_best },
-        })
+        };
+        scaletune_measure::harness::timing::check_protocol(&cfg.protocol)?;
+        Ok(cfg)
     }
 }
 
@@ -296,11 +355,17 @@ struct Reporting<'a> {
 }
 
 impl Reporting<'_> {
-    fn write(&self) {
-        let Some(out) = &self.out else { return };
+    /// Rewrites the report; whether it was written (a failure is a warning:
+    /// the job goes on).
+    fn write(&self) -> bool {
+        let Some(out) = &self.out else { return false };
         let filter = scaletune_reports::Filter { job: Some(self.job), ..Default::default() };
-        if let Err(e) = super::report::write(self.db, &filter, out) {
-            eprintln!("warning: the report was not written: {}", super::error_text(&e));
+        match super::report::write(self.db, &filter, out) {
+            Ok(_) => true,
+            Err(e) => {
+                eprintln!("warning: the report was not written: {}", super::error_text(&e));
+                false
+            }
         }
     }
 }
@@ -312,7 +377,7 @@ impl Observer for Reporting<'_> {
 
     fn batch(&mut self, tasks: &[Task], state: &LoopState, task: usize, measured: usize, elapsed: Duration) {
         self.inner.batch(tasks, state, task, measured, elapsed);
-        self.write();
+        let _ = self.write();
     }
 }
 
@@ -335,29 +400,31 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let path = args.db.clone().unwrap_or_else(scaletune_database::default_path);
     // A new job's options are checked before the database is opened (bad
     // input leaves no database file behind).
+    if let Some(out) = args.report.as_ref().filter(|o| o.exists() && !o.is_dir()) {
+        bail!("--report {}: not a directory (the report is DIR/index.html with its charts beside it)", out.display());
+    }
     let new_cfg = if args.resume.is_none() { Some(args.config()?) } else { None };
     let db = Database::open(&path)?;
-    let (cfg, job_id, state) = match args.resume {
+    // A resumed job's arguments, with the budget `--trials` may raise.
+    let resumed = match args.resume {
         Some(id) => {
             let job = db.job(id)?.with_context(|| format!("{} has no job {id}", path.display()))?;
-            let cfg: JobConfig = serde_json::from_str(&job.arguments)
+            let mut cfg: JobConfig = serde_json::from_str(&job.arguments)
                 .with_context(|| format!("job {id} was not made by this version of `scaletune tune`"))?;
             args.check_resumed(id, &cfg)?;
             let state: LoopState = job.state.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-            db.reopen_job(id)?;
+            cfg.trials = args.resumed_budget(id, &cfg, state.trials)?;
             println!("resuming job {id} after {} trials ({} batches)", state.trials, state.batches);
-            (cfg, id, state)
+            Some((id, cfg, state))
         }
-        None => {
-            let cfg = new_cfg.context("a new job has a configuration")?;
-            let id = db.create_job(&NewJob {
-                arguments: serde_json::to_string(&cfg)?,
-                seed: cfg.seed,
-                strategy: cfg.strategy.name().to_string(),
-            })?;
-            (cfg, id, LoopState::default())
-        }
+        None => None,
     };
+    let cfg = match &resumed {
+        Some((_, cfg, _)) => cfg.clone(),
+        None => new_cfg.context("a new job has a configuration")?,
+    };
+    // Everything that can refuse the job runs before the job is created or
+    // reopened, so a refused command leaves no job marked running.
     let (target, runner, notes) = runner_target(&cfg.target, Some(cfg.runner), &cfg.vls)?;
     for n in &notes {
         println!("note: {n}");
@@ -369,78 +436,100 @@ pub fn run(args: &TuneArgs, rt: &Handle) -> anyhow::Result<u8> {
     let vls = if cfg.vls.is_empty() { target.default_vl_bits.clone() } else { cfg.vls.clone() };
     check_runners_accept(&runner_list, runner, &target, &vls)?;
     let mut setup = setup(&cfg, &target, &db)?;
-    if args.resume.is_some() {
-        count_earlier_trials(&mut setup, &db, job_id)?;
-    }
-    let known: usize = setup.tasks.iter().map(|t| t.measured.len()).sum();
-    println!(
-        "job {job_id}: {} task(s) on {} ({}), runner {}, objective {}, strategy {}, {} trials, database {} ({} candidates known)",
-        setup.tasks.len(),
-        target.name,
-        target.vector_summary(),
-        cfg.runner_label(),
-        cfg.objective.kind.name(),
-        cfg.strategy.name(),
-        cfg.trials,
-        path.display(),
-        known
-    );
-
-    let mut builder = LlvmBuilder::new().with_seed(cfg.seed);
-    let dir = args.cache_dir.clone().unwrap_or_else(ArtifactCache::default_dir);
-    let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
-    builder = builder.with_cache(cache);
-    let stale = crate::tune::stale::find_stale(&mut setup, &builder, cfg.builders);
-    for note in crate::tune::stale::notes(&stale) {
-        println!("{note}");
-    }
-    let farm = super::lock_machine(Farm::new(Arc::new(builder), cfg.builders, runner_list));
-    let runner_label = cfg.runner_label();
-    let (interrupt, code) = interrupts(rt);
-    let lp = job::Loop {
-        time_limit: cfg.time_limit_s.map(Duration::from_secs_f64).or(args.time_limit),
-        ..job::Loop::for_job(&db, job_id, &cfg, setup.rows.clone(), &farm, &runner_label, interrupt)
+    let (job_id, state) = match resumed {
+        Some((id, _, state)) => {
+            db.reopen_job(id)?;
+            db.set_job_arguments(id, &serde_json::to_string(&cfg)?)?;
+            count_earlier_trials(&mut setup, &db, id)?;
+            (id, state)
+        }
+        None => {
+            let id = db.create_job(&NewJob {
+                arguments: serde_json::to_string(&cfg)?,
+                seed: cfg.seed,
+                strategy: cfg.strategy.name().to_string(),
+            })?;
+            (id, LoopState::default())
+        }
     };
-    let training = std::mem::take(&mut setup.training);
-    let finished = if std::io::stdout().is_terminal() {
-        let bar = ProgressBar::new(cfg.trials as u64).with_position(state.trials as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} trials, {elapsed} (ETA {eta}) {wide_msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let job = (|| -> anyhow::Result<u8> {
+        let known: usize = setup.tasks.iter().map(|t| t.measured.len()).sum();
+        println!(
+            "job {job_id}: {} task(s) on {} ({}), runner {}, objective {}, strategy {}, {} trials, database {} ({} candidates known)",
+            setup.tasks.len(),
+            target.name,
+            target.vector_summary(),
+            cfg.runner_label(),
+            cfg.objective.kind.name(),
+            cfg.strategy.name(),
+            cfg.trials,
+            path.display(),
+            known
         );
-        let mut obs = Bar { bar: bar.clone(), kind: cfg.objective.kind, shown: Vec::new() };
-        let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
-        let r = rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs));
-        bar.finish_and_clear();
-        r
-    } else {
-        let mut obs = Lines { kind: cfg.objective.kind, trials: cfg.trials, shown: Vec::new() };
-        let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
-        rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs))
-    }?;
-    let status = if finished.reason == StopReason::Interrupted { JobStatus::Interrupted } else { JobStatus::Finished };
-    db.finish_job(job_id, status, finished.reason.text())?;
-    if let Some(out) = &args.report {
-        let mut quiet = Lines { kind: cfg.objective.kind, trials: cfg.trials, shown: Vec::new() };
-        Reporting { inner: &mut quiet, db: &db, job: job_id, out: Some(out.clone()) }.write();
-        println!("report: {}", out.join("index.html").display());
+
+        let mut builder = LlvmBuilder::new().with_seed(cfg.seed);
+        let dir = args.cache_dir.clone().unwrap_or_else(ArtifactCache::default_dir);
+        let cache = ArtifactCache::new(&dir).with_context(|| format!("artifact cache {}", dir.display()))?;
+        builder = builder.with_cache(cache);
+        let stale = crate::tune::stale::find_stale(&mut setup, &builder, cfg.builders);
+        for note in crate::tune::stale::notes(&stale) {
+            println!("{note}");
+        }
+        let farm = super::lock_machine(Farm::new(Arc::new(builder), cfg.builders, runner_list));
+        let runner_label = cfg.runner_label();
+        let (interrupt, code) = interrupts(rt);
+        let lp = job::Loop {
+            time_limit: cfg.time_limit_s.map(Duration::from_secs_f64).or(args.time_limit),
+            ..job::Loop::for_job(&db, job_id, &cfg, setup.rows.clone(), &farm, &runner_label, interrupt)
+        };
+        let training = std::mem::take(&mut setup.training);
+        let finished = if std::io::stdout().is_terminal() {
+            let bar = ProgressBar::new(cfg.trials as u64).with_position(state.trials as u64);
+            bar.set_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} trials, {elapsed} (ETA {eta}) {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            let mut obs = Bar { bar: bar.clone(), kind: cfg.objective.kind, shown: Vec::new() };
+            let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
+            let r = rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs));
+            bar.finish_and_clear();
+            r
+        } else {
+            let mut obs = Lines { kind: cfg.objective.kind, trials: cfg.trials, shown: Vec::new() };
+            let mut obs = Reporting { inner: &mut obs, db: &db, job: job_id, out: args.report.clone() };
+            rt.block_on(lp.run(&mut setup.tasks, training, state, &mut obs))
+        }?;
+        let status =
+            if finished.reason == StopReason::Interrupted { JobStatus::Interrupted } else { JobStatus::Finished };
+        db.finish_job(job_id, status, finished.reason.text())?;
+        if let Some(out) = &args.report {
+            let mut quiet = Lines { kind: cfg.objective.kind, trials: cfg.trials, shown: Vec::new() };
+            if (Reporting { inner: &mut quiet, db: &db, job: job_id, out: Some(out.clone()) }).write() {
+                println!("report: {}", out.join("index.html").display());
+            }
+        }
+        let (train, held) = cost_model::split_held_out(&finished.rows);
+        let tau = cost_model::held_out_tau(&train, &held, cfg.seed);
+        println!(
+            "job {job_id} {}: {} trials in all; {}",
+            if status == JobStatus::Interrupted { "interrupted" } else { "finished" },
+            finished.state.trials,
+            finished.reason.text()
+        );
+        print!("{}", confirmation(&setup.tasks, cfg.objective.kind, &finished.confirmed));
+        print!("{}", summary(&setup.tasks, cfg.objective.kind, tau));
+        if finished.reason == StopReason::Interrupted {
+            scaletune_measure::cleanup::on_interrupt();
+            println!("resume with: scaletune tune --resume {job_id} --db {}", path.display());
+            return Ok(code.load(std::sync::atomic::Ordering::SeqCst).max(130));
+        }
+        Ok(0)
+    })();
+    if let Err(e) = &job {
+        // The job ends as failed, with the reason; what it recorded stays.
+        let _ = db.finish_job(job_id, JobStatus::Failed, &crate::commands::error_text(e));
     }
-    let (train, held) = cost_model::split_held_out(&finished.rows);
-    let tau = cost_model::held_out_tau(&train, &held, cfg.seed);
-    println!(
-        "job {job_id} {}: {} trials in all; {}",
-        if status == JobStatus::Interrupted { "interrupted" } else { "finished" },
-        finished.state.trials,
-        finished.reason.text()
-    );
-    print!("{}", confirmation(&setup.tasks, cfg.objective.kind, &finished.confirmed));
-    print!("{}", summary(&setup.tasks, cfg.objective.kind, tau));
-    if finished.reason == StopReason::Interrupted {
-        scaletune_measure::cleanup::on_interrupt();
-        println!("resume with: scaletune tune --resume {job_id} --db {}", path.display());
-        return Ok(code.load(std::sync::atomic::Ordering::SeqCst).max(130));
-    }
-    Ok(0)
+    job
 }
 
 #[cfg(test)]
