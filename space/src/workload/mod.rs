@@ -7,6 +7,7 @@
 //! [`Workload`] with concrete shapes and typed statements.
 
 mod catalog;
+mod coverage;
 mod error;
 mod flops;
 mod print;

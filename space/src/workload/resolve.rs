@@ -167,6 +167,24 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
                 if lo >= hi {
                     return Err(spec.at(r[0].span().start, format!("empty range [{lo}, {hi}) for `{name}`")));
                 }
+                // The range is half-open: its values are lo..=hi-1.
+                let (min, max) = integer_limits(dtype);
+                let outside = if lo < min {
+                    Some((r[0].span().start, format!("down to {lo}")))
+                } else if hi - 1 > max {
+                    Some((r[1].span().start, format!("up to {}", hi - 1)))
+                } else {
+                    None
+                };
+                if let Some((off, values)) = outside {
+                    return Err(spec.at(
+                        off,
+                        format!(
+                            "`range` of `{name}` is [{lo}, {hi}): values {values} do not fit {dtype} ({min}..={max}){}",
+                            with_overrides(overrides)
+                        ),
+                    ));
+                }
                 Some((lo, hi))
             }
             Some(_) => return Err(spec.at(t.span().start, "`range` must be [low, high)".to_string())),
@@ -184,7 +202,18 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
         if raw.tensors.contains_key(name) || raw.params.contains_key(name) {
             return Err(spec.at(s.span().start, format!("`{name}` is declared twice")));
         }
-        scalars.push(ScalarParam { name: name.clone(), dtype, value: s.get_ref().value });
+        let value = &s.get_ref().value;
+        if !finite_in(dtype, *value.get_ref()) {
+            return Err(spec.at(
+                value.span().start,
+                format!(
+                    "scalar `{name}` has value {:?}, which is not finite in {dtype} (largest finite value {})",
+                    value.get_ref(),
+                    largest_finite(dtype)
+                ),
+            ));
+        }
+        scalars.push(ScalarParam { name: name.clone(), dtype, value: *value.get_ref() });
     }
 
     // Explicit axis extents.
@@ -219,13 +248,111 @@ pub(super) fn instantiate(spec: &WorkloadSpec, overrides: &[(String, i64)]) -> R
         }
         stmts.push(Statement { name, ..stmt });
     }
+    for (name, item) in &raw.axes {
+        if !stmts.iter().any(|s| s.axes.iter().any(|a| a.name == *name)) {
+            return Err(spec.at(item.span().start, format!("axis `{name}` in [axes] is not an axis of any statement")));
+        }
+    }
     for (i, t) in tensors.iter().enumerate() {
+        let off = raw.tensors.get(&t.name).map(|s| s.span().start).unwrap_or(0);
         if t.role != Role::Input && !written[i] {
-            let off = raw.tensors.get(&t.name).map(|s| s.span().start).unwrap_or(0);
             return Err(spec.at(off, format!("{} tensor `{}` is never written", role_name(t.role), t.name)));
+        }
+        if t.role == Role::Output {
+            check_written_everywhere(spec, TensorId(i as u32), t, &stmts, off)?;
         }
     }
     Ok(Workload { name: spec.name.clone(), description: raw.description.clone(), params, tensors, scalars, stmts })
+}
+
+/// Fails unless the statements writing the output `t` (declared at byte
+/// `decl`) write every element of it: the kernel must, and an element no
+/// statement writes would fail every correctness check. Without `[axes]`
+/// a spatial axis spans the dimension it indexes on the left-hand side, so
+/// only a shorter declared extent, or constant indices, leave a gap; the
+/// error is at the declared extent when one is to blame.
+fn check_written_everywhere(
+    spec: &WorkloadSpec,
+    id: TensorId,
+    t: &Tensor,
+    stmts: &[Statement],
+    decl: usize,
+) -> Result<(), WorkloadError> {
+    let writers: Vec<&Statement> = stmts.iter().filter(|s| s.lhs.tensor == id).collect();
+    let interval = |s: &Statement, idx: &Expr| match idx {
+        Expr::Var(v) => (0, s.axes[v.index()].extent),
+        Expr::Int(c) => (*c, *c + 1),
+        // `statement` allows only axes and integer constants here.
+        _ => (0, 0),
+    };
+    let regions: Vec<coverage::Region> =
+        writers.iter().map(|s| s.lhs.indices.iter().map(|idx| interval(s, idx)).collect()).collect();
+    let Some(gap) = coverage::first_unwritten(&regions, &t.shape) else {
+        return Ok(());
+    };
+    let coords: Vec<String> = gap.iter().map(i64::to_string).collect();
+    let element = format!("`{}[{}]`", t.name, coords.join(", "));
+    // A statement that would write the element if its axes declared in
+    // [axes] spanned their dimensions: the first such axis is to blame.
+    for s in &writers {
+        let mut short: Option<(usize, &Axis)> = None;
+        let mut holds = true;
+        for (d, idx) in s.lhs.indices.iter().enumerate() {
+            let (lo, hi) = interval(s, idx);
+            if lo <= gap[d] && gap[d] < hi {
+                continue;
+            }
+            match idx {
+                Expr::Var(v) if spec.raw.axes.contains_key(&s.axes[v.index()].name) => {
+                    short.get_or_insert((d, &s.axes[v.index()]));
+                }
+                _ => holds = false,
+            }
+        }
+        if let (true, Some((d, axis))) = (holds, short) {
+            let off = spec.raw.axes.get(&axis.name).map(|item| item.span().start).unwrap_or(decl);
+            return Err(spec.at(
+                off,
+                format!(
+                    "axis `{}` has extent {} but indexes dimension {d} of output `{}`, which has {} elements: {element} is never written",
+                    axis.name, axis.extent, t.name, t.shape[d]
+                ),
+            ));
+        }
+    }
+    Err(spec.at(decl, format!("output tensor `{}` is not written everywhere: no statement writes {element}", t.name)))
+}
+
+/// The smallest and largest values of an integer dtype (of any other, those
+/// of the 64-bit integers, which every range fits).
+fn integer_limits(d: DType) -> (i64, i64) {
+    match d {
+        DType::I8 => (i64::from(i8::MIN), i64::from(i8::MAX)),
+        DType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
+/// True if `v`, rounded to the float dtype `d` (to nearest, ties to even,
+/// as tensor data is), is finite; integers are finite.
+fn finite_in(d: DType, v: f64) -> bool {
+    match d {
+        DType::F16 => half::f16::from_f64(v).is_finite(),
+        DType::BF16 => crate::data::bf16_from_f64(v).is_finite(),
+        DType::F32 => (v as f32).is_finite(),
+        DType::F64 => v.is_finite(),
+        DType::I8 | DType::I32 => true,
+    }
+}
+
+/// The largest finite value of a float dtype, as error messages print it.
+fn largest_finite(d: DType) -> String {
+    match d {
+        DType::F16 => format!("{:?}", f32::from(half::f16::MAX)),
+        DType::BF16 => format!("{:?}", f32::from(half::bf16::MAX)),
+        DType::F32 => format!("{:?}", f32::MAX),
+        DType::F64 | DType::I8 | DType::I32 => format!("{:?}", f64::MAX),
+    }
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -529,6 +656,13 @@ fn typed(
         Raw::Num(v, o) => {
             if !want.is_float() && v.fract() != 0.0 {
                 return Err(at(*o, format!("constant {v} is not an integer but the expression is {want}")));
+            }
+            // `inf` is infinite on purpose; a finite number must stay finite.
+            if v.is_finite() && !finite_in(want, *v) {
+                return Err(at(
+                    *o,
+                    format!("constant {v:?} is not finite in {want} (largest finite value {})", largest_finite(want)),
+                ));
             }
             Value::Const(*v, want)
         }

@@ -28,7 +28,7 @@ pub(crate) struct TensorSpec {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ScalarSpec {
     pub dtype: Spanned<String>,
-    pub value: f64,
+    pub value: Spanned<f64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -97,7 +97,19 @@ fn is_function(name: &str) -> bool {
 
 /// Parses one statement.
 pub(crate) fn parse_statement(text: &str, scope: &mut Scope) -> Result<RawStmt, SyntaxError> {
-    let mut cur = Cursor::new(lex(text)?);
+    let toks = lex(text)?;
+    // A number beyond f64 reads as infinity; `inf` is how to write that.
+    if let Some(t) = toks.iter().find(|t| matches!(t.tok, Tok::Float(v) if !v.is_finite())) {
+        return Err(SyntaxError::new(
+            t.start,
+            format!(
+                "number `{}` is not finite in f64 (largest finite value {:?})",
+                text.get(t.start..t.end).unwrap_or_default(),
+                f64::MAX
+            ),
+        ));
+    }
+    let mut cur = Cursor::new(toks);
     let lhs_offset = cur.offset();
     let (name, off) = cur.ident("a tensor name at the start of the statement")?;
     let lhs_tensor = scope.tensor_any(&name, off)?;

@@ -178,3 +178,148 @@ fn infinity_is_a_constant() {
     .expect("parses");
     assert_eq!(second_const(&w.stmts[0].rhs), 3.0);
 }
+
+const GATHER: &str = r#"name = "pr"
+compute = ["X[p] = S[I[p]]"]
+[params]
+P = 4
+Q = 1000
+[tensors]
+S = { dtype = "f32", shape = ["Q"] }
+I = { dtype = "i8", shape = ["P"], range = [0, "Q"] }
+X = { dtype = "f32", shape = ["P"], role = "output" }
+"#;
+
+#[test]
+fn an_index_range_must_fit_the_index_dtype() {
+    // The range is half-open: [0, 1000) holds values up to 999.
+    let e = err(GATHER);
+    assert_eq!(e, "bad.toml:8:48: `range` of `I` is [0, 1000): values up to 999 do not fit i8 (-128..=127)");
+    // [0, 128) fits i8 (up to 127); the low end is checked too.
+    let w = parse(&GATHER.replace("Q = 1000", "Q = 128")).expect("fits");
+    assert_eq!(w.tensor(w.tensor_id("I").expect("I")).range, Some((0, 128)));
+    let e = err(&GATHER.replace("range = [0, \"Q\"]", "range = [-129, 0]"));
+    assert_eq!(e, "bad.toml:8:45: `range` of `I` is [-129, 0): values down to -129 do not fit i8 (-128..=127)");
+    // An i32 range overflowing through a parameter names the values given.
+    assert!(load("paged_read:PAGES=2147483648,V=1").is_ok());
+    let e = load("paged_read:PAGES=2147483649,V=1").expect_err("beyond i32").to_string();
+    assert_eq!(
+        e,
+        "configs/workloads/paged_read.toml:14:51: `range` of `Ind` is [0, 2147483649): values up to 2147483648 \
+         do not fit i32 (-2147483648..=2147483647) with PAGES=2147483649, V=1"
+    );
+}
+
+const TWO_OUTPUTS: &str = r#"name = "x"
+compute = ["Out[i] = X[i]", "Oi[i] = Y[i]"]
+[params]
+N = 8
+[tensors]
+X = { dtype = "f32", shape = ["N"] }
+Y = { dtype = "i32", shape = ["N"] }
+Out = { dtype = "f32", shape = ["N"], role = "output" }
+Oi = { dtype = "i32", shape = ["N"], role = "output" }
+[axes]
+i = 4
+"#;
+
+#[test]
+fn declared_axis_extents_must_leave_no_output_element_unwritten() {
+    let e = err(TWO_OUTPUTS);
+    assert_eq!(
+        e,
+        "bad.toml:11:5: axis `i` has extent 4 but indexes dimension 0 of output `Out`, which has 8 elements: \
+         `Out[4]` is never written"
+    );
+    // An extent equal to the output's dimension is what [axes] is for when
+    // an axis indexes dimensions of different sizes.
+    let text = TWO_OUTPUTS.replace("X = { dtype = \"f32\", shape = [\"N\"] }", "X = { dtype = \"f32\", shape = [12] }");
+    let e = err(&text.replace("i = 4", ""));
+    assert!(e.contains("axis `i` indexes dimensions of different sizes"), "{e}");
+    let w = parse(&text.replace("i = 4", "i = \"N\"")).expect("whole outputs");
+    assert_eq!(w.stmts[0].axes[0].extent, 8);
+    // A short axis is fine where another statement writes the rest.
+    let text = TWO_OUTPUTS.replace("\"Oi[i] = Y[i]\"", "\"Oi[i] = Y[i]\", \"Out[j] = X[j]\", \"Oi[j] = Y[j]\"");
+    let w = parse(&text).expect("written in full");
+    assert_eq!(w.stmts.len(), 4);
+    // Short extents in two dimensions: the first element left out names its axis.
+    let grid = "compute = [\"C[i, j] = A[i, j]\"]\n[tensors]\nA = { dtype = \"f32\", shape = [3, 5] }\n\
+                C = { dtype = \"f32\", shape = [3, 5], role = \"output\" }\n[axes]\ni = 3\nj = 2\n";
+    assert_eq!(
+        err(grid),
+        "bad.toml:7:5: axis `j` has extent 2 but indexes dimension 1 of output `C`, which has 5 elements: \
+         `C[0, 2]` is never written"
+    );
+}
+
+#[test]
+fn constant_indices_must_write_every_output_element() {
+    let text = "compute = [\"Y[0] = X[0]\", \"Y[2] = X[1]\"]\n[tensors]\nX = { dtype = \"f32\", shape = [2] }\n\
+                Y = { dtype = \"f32\", shape = [3], role = \"output\" }\n";
+    assert_eq!(err(text), "bad.toml:4:5: output tensor `Y` is not written everywhere: no statement writes `Y[1]`");
+    let w = parse(&text.replace("\"Y[2] = X[1]\"", "\"Y[2] = X[1]\", \"Y[1] = X[0]\"")).expect("every element");
+    assert_eq!(w.stmts.len(), 3);
+}
+
+#[test]
+fn an_axis_in_axes_must_be_an_axis_of_a_statement() {
+    let e = err(&format!("{MATMUL}[axes]\nk = 7\nq = 4\n"));
+    assert_eq!(e, "bad.toml:14:5: axis `q` in [axes] is not an axis of any statement");
+    // A parameter's name is not an axis either.
+    let e = err(&format!("{MATMUL}[axes]\nK = 7\n"));
+    assert_eq!(e, "bad.toml:13:5: axis `K` in [axes] is not an axis of any statement");
+    // A reduction axis may be declared shorter: only part of it is summed.
+    let w = parse(&format!("{MATMUL}[axes]\nk = 4\n")).expect("a partial sum");
+    assert_eq!(w.stmts[0].axes[2].extent, 4);
+}
+
+#[test]
+fn float_constants_must_be_finite_in_their_dtype() {
+    let scalar = |dtype: &str, value: &str| {
+        format!(
+            "compute = [\"Y[i] = X[i] * a\"]\n[scalars]\na = {{ dtype = \"{dtype}\", value = {value} }}\n[tensors]\n\
+             X = {{ dtype = \"{dtype}\", shape = [4] }}\nY = {{ dtype = \"{dtype}\", shape = [4], role = \"output\" }}\n"
+        )
+    };
+    assert_eq!(
+        err(&scalar("f32", "1e300")),
+        "bad.toml:3:30: scalar `a` has value 1e300, which is not finite in f32 (largest finite value 3.4028235e38)"
+    );
+    assert_eq!(parse(&scalar("f32", "3.4028235e38")).expect("f32::MAX").scalars[0].value as f32, f32::MAX);
+    assert_eq!(parse(&scalar("f64", "1e300")).expect("fits f64").scalars[0].value, 1e300);
+    assert_eq!(
+        err(&scalar("f64", "inf")),
+        "bad.toml:3:30: scalar `a` has value inf, which is not finite in f64 (largest finite value 1.7976931348623157e308)"
+    );
+    assert_eq!(
+        err(&scalar("f64", "nan")),
+        "bad.toml:3:30: scalar `a` has value NaN, which is not finite in f64 (largest finite value 1.7976931348623157e308)"
+    );
+    let stmt = |s: &str, dtype: &str| {
+        format!(
+            "compute = [\"{s}\"]\n[tensors]\nX = {{ dtype = \"{dtype}\", shape = [4] }}\n\
+             Y = {{ dtype = \"{dtype}\", shape = [4], role = \"output\" }}\n"
+        )
+    };
+    assert_eq!(
+        err(&stmt("Y[i] = X[i] * 1e400", "f64")),
+        "bad.toml:1:27: number `1e400` is not finite in f64 (largest finite value 1.7976931348623157e308)"
+    );
+    assert_eq!(
+        err(&stmt("Y[i] = X[i] * -1e300", "f32")),
+        "bad.toml:1:27: constant -1e300 is not finite in f32 (largest finite value 3.4028235e38)"
+    );
+    // f16 and bf16 values round to their dtype: 65519 is 65504, 65520 overflows.
+    let w = parse(&stmt("Y[i] = 65519.0", "f16")).expect("rounds to f16::MAX");
+    assert_eq!(w.stmts[0].rhs, Value::Const(65519.0, DType::F16));
+    assert_eq!(
+        err(&stmt("Y[i] = 65520.0", "f16")),
+        "bad.toml:1:20: constant 65520.0 is not finite in f16 (largest finite value 65504.0)"
+    );
+    assert_eq!(
+        err(&stmt("Y[i] = 3.4e38", "bf16")),
+        "bad.toml:1:20: constant 3.4e38 is not finite in bf16 (largest finite value 3.3895314e38)"
+    );
+    // `inf` is infinite on purpose.
+    assert!(parse(&stmt("Y[i] = min(X[i], inf)", "f32")).is_ok());
+}
