@@ -251,6 +251,22 @@ fn main() -> ExitCode {
             .collect();
     }
     scaletune::limits::set_max_bytes(cli.max_bytes);
+    if !matches!(cli.command, Command::Agent(_)) {
+        // The libraries' warnings (a runner taken out, a cache that cannot be
+        // written, a machine lock that cannot be taken) reach standard error
+        // as `WARN message`; RUST_LOG sets another level. The agent sets up
+        // its own log.
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .without_time()
+            .with_target(false)
+            .with_ansi(ansi)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -191,6 +191,32 @@ fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
             format!("error: {gs} is neither an export of `scaletune db export` (JSON lines) nor an SQLite database\n")
         )
     );
+    // A record whose contents no command reads is refused with its line,
+    // and the whole import with it.
+    let lines = stdout(&scaletune(&["db", "export", "--db", dbs]));
+    let mut edited: Vec<serde_json::Value> =
+        lines.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let trace = "garbage here(";
+    edited[2]["record"]["trace"] = trace.into();
+    edited[2]["record"]["trace_hash"] = scaletune_database::hash_text(trace).into();
+    let bad = dir.path().join("edited.jsonl");
+    let text_lines: Vec<String> = edited.iter().map(|v| v.to_string()).collect();
+    std::fs::write(&bad, text_lines.join("\n")).expect("writes");
+    let fresh = dir.path().join("fresh.db");
+    let refused = scaletune(&["db", "import", bad.to_str().expect("utf-8"), "--db", fresh.to_str().expect("utf-8")]);
+    assert_eq!(
+        (refused.status.code(), stderr(&refused)),
+        (
+            Some(2),
+            format!(
+                "error: importing {}: import line 3: `trace` does not parse: line 1, column 9: `garbage here(`: \
+                 expected `(` after `garbage`, found `here`\n",
+                bad.display()
+            )
+        )
+    );
+    assert!(!fresh.exists(), "a refused import created the database");
+
     // An export never overwrites a database, its own or another.
     let before = std::fs::read(&db).expect("reads");
     for onto in [dbs, ts] {

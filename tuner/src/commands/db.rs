@@ -157,6 +157,9 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
     let mut out = String::new();
     if let DbCommand::Import { file } = cmd {
         let lines = import_source(file, &path)?;
+        if let Some(problem) = super::db_records::import_problem(&lines) {
+            bail!("importing {}: {problem}", file.display());
+        }
         let db = Database::open(&path)?;
         let stats = db.import_jsonl(lines.as_slice()).with_context(|| format!("importing {}", file.display()))?;
         let _ = write!(out, "imported {} records, {} already present", stats.inserted, stats.duplicates);
@@ -267,8 +270,14 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
         }
         DbCommand::Check => {
             let report = db.check()?;
-            let _ = writeln!(out, "{}: {report}", path.display());
-            return Ok((out, u8::from(!report.ok())));
+            let (records, records_ok) = super::db_records::check_line(&db);
+            let ok = report.ok() && records_ok;
+            // The database's own findings, then the records', then one verdict.
+            let text = report.to_string();
+            let findings = text.lines().filter(|l| !l.starts_with("verdict: ")).collect::<Vec<_>>().join("\n");
+            let verdict = if ok { "ok" } else { "PROBLEMS" };
+            let _ = writeln!(out, "{}: {findings}\n{records}\nverdict: {verdict}", path.display());
+            return Ok((out, u8::from(!ok)));
         }
         DbCommand::Import { .. } => unreachable!("handled above"),
     }

@@ -6,6 +6,7 @@ pub mod build;
 pub mod check;
 pub mod compile;
 pub mod db;
+pub mod db_records;
 pub mod info;
 pub mod measure;
 pub mod report;
