@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 pub struct TuneArgs {
     /// Workloads: `NAME`, `NAME:P=V,...` or TOML files.
     pub workloads: Vec<String>,
-    /// A suite of weighted workloads (`configs/suites/NAME.toml` by name, or a path).
+    /// A suite of weighted workloads: a shipped one by name (`configs/suites/NAME.toml`, built in), or a path.
     #[arg(long)]
     pub suite: Option<String>,
     /// Target name or TOML file.

@@ -45,6 +45,14 @@ pub enum SuiteError {
         /// Why.
         error: std::io::Error,
     },
+    /// No shipped suite has this name (and it is not a path).
+    #[error("unknown suite `{name}` (shipped: {known}; or give a path to a suite file)")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// Shipped suite names.
+        known: String,
+    },
     /// The file is not a suite.
     #[error("suite {file}: {message}")]
     Bad {
@@ -55,20 +63,28 @@ pub enum SuiteError {
     },
 }
 
-/// Where a suite name without a path is looked up.
-pub fn suite_path(name: &str) -> PathBuf {
+/// The shipped suites (`configs/suites/NAME.toml`), built into the binary
+/// as the shipped workloads are, so an installed `scaletune` has them.
+const SHIPPED: &[(&str, &str)] =
+    &[("transformer_layer", include_str!("../../../configs/suites/transformer_layer.toml"))];
+
+/// A suite argument that names a file (it has an extension or a directory), not a shipped suite.
+fn is_path(name: &str) -> bool {
     let p = Path::new(name);
-    if p.extension().is_some() || p.components().count() > 1 {
-        p.to_path_buf()
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/suites").join(format!("{name}.toml"))
-    }
+    p.extension().is_some() || p.components().count() > 1
 }
 
 impl Suite {
-    /// Reads a suite by name (`configs/suites/NAME.toml`) or path.
+    /// Reads a shipped suite by name (`transformer_layer`) or a suite file by path.
     pub fn load(name: &str) -> Result<Suite, SuiteError> {
-        let path = suite_path(name);
+        if !is_path(name) {
+            let Some((_, text)) = SHIPPED.iter().find(|(n, _)| *n == name) else {
+                let known: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
+                return Err(SuiteError::Unknown { name: name.to_string(), known: known.join(", ") });
+            };
+            return Suite::parse(text, &format!("<embedded {name}>"));
+        }
+        let path = PathBuf::from(name);
         let file = path.display().to_string();
         let text = std::fs::read_to_string(&path).map_err(|error| SuiteError::Io { file: file.clone(), error })?;
         Suite::parse(&text, &file)
@@ -110,8 +126,12 @@ mod tests {
             }
             n += 1;
         }
-        assert!(n >= 1);
-        assert_eq!(Suite::load("transformer_layer").expect("by name").name, "transformer_layer");
+        assert_eq!(n, SHIPPED.len(), "every file of configs/suites is shipped in the binary");
+        for (name, _) in SHIPPED {
+            let file = dir.join(format!("{name}.toml"));
+            let on_disk = Suite::load(file.to_str().expect("utf-8")).expect("loads");
+            assert_eq!(Suite::load(name).expect("by name").tasks.len(), on_disk.tasks.len());
+        }
     }
 
     #[test]
@@ -120,6 +140,10 @@ mod tests {
         assert_eq!(e.to_string(), "suite s.toml: task `matmul`: the weight must be a positive number");
         let e = Suite::parse("name = \"x\"\ntask = []\n", "s.toml").unwrap_err();
         assert_eq!(e.to_string(), "suite s.toml: no [[task]]");
-        assert!(Suite::load("no_such_suite").is_err());
+        let e = Suite::load("no_such_suite").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown suite `no_such_suite` (shipped: transformer_layer; or give a path to a suite file)"
+        );
     }
 }
