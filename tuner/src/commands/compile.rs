@@ -45,11 +45,10 @@ fn best_schedule(w: &Workload, t: &Target, db: &Path) -> anyhow::Result<Option<S
         anyhow::bail!("no usable record of {} on {} in {}", w.reference(), t.name, db.display());
     };
     eprintln!(
-        "using record {} of {} ({} {}, {} runner, VLs [{}])",
+        "using record {} of {} ({}, {} runner, VLs [{}])",
         r.id,
         db.display(),
-        r.objective.unwrap_or(f64::NAN),
-        r.objective_kind,
+        super::db::objective_text(&r),
         r.runner,
         r.vl_set
     );

@@ -87,7 +87,7 @@ fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow
 
 /// The record's objective; for a re-measured record the confirmed median,
 /// with how many runs it is the median of.
-fn objective_text(r: &Record) -> String {
+pub(crate) fn objective_text(r: &Record) -> String {
     let Some(x) = r.best_objective() else { return "-".into() };
     let value = stored_objective_text(&r.objective_kind, x);
     match r.confirmed {

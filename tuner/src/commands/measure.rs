@@ -88,7 +88,7 @@ pub struct MeasureArgs {
     /// Timeout of each run in seconds (the run only, not the build).
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
-    /// Directory of the artifact cache [default: scaletune-artifacts in the temporary directory].
+    /// Directory of the artifact cache [default: $SCALETUNE_CACHE_DIR/artifacts, else scaletune-artifacts in the temporary directory].
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
     /// Always compile, neither reading nor writing the artifact cache.

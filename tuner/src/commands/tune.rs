@@ -97,7 +97,7 @@ pub struct TuneArgs {
     /// Continue job JOB (its own arguments; re-measures nothing, same seed stream).
     #[arg(long)]
     pub resume: Option<i64>,
-    /// Directory of the artifact cache [default: scaletune-artifacts in the temporary directory].
+    /// Directory of the artifact cache [default: $SCALETUNE_CACHE_DIR/artifacts, else scaletune-artifacts in the temporary directory].
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
     /// Rewrite the job's HTML report into DIR after every batch (see `scaletune report`).
