@@ -36,6 +36,14 @@ pub enum FarmConfigError {
         /// The I/O error (in the message, not a chained source: printed once).
         error: std::io::Error,
     },
+    /// A file an agent's entry names (its token, its CA certificate) cannot be used.
+    #[error("agent `{agent}` of the farm file: {message}")]
+    AgentFile {
+        /// The agent's name.
+        agent: String,
+        /// What is wrong, naming the file.
+        message: String,
+    },
     /// The TOML is malformed or a value is invalid.
     #[error("farm file {file}: {message}")]
     Invalid {
@@ -161,15 +169,19 @@ impl FarmConfig {
         self.agents
             .iter()
             .map(|a| {
-                let token = Token::from_file(&a.token_file).map_err(|e| FarmConfigError::Invalid {
-                    file: a.token_file.display().to_string(),
-                    message: format!("agent `{}`: {e}", a.name),
-                })?;
+                let bad = |message: String| FarmConfigError::AgentFile { agent: a.name.clone(), message };
+                let token = Token::from_file(&a.token_file).map_err(|e| bad(e.to_string()))?;
                 let ca_cert_pem = match &a.ca_cert {
-                    Some(p) => Some(
-                        std::fs::read(p)
-                            .map_err(|source| FarmConfigError::Io { file: p.display().to_string(), error: source })?,
-                    ),
+                    Some(p) => {
+                        let shown = p.display();
+                        let pem = std::fs::read(p).map_err(|e| bad(format!("cannot read ca_cert {shown}: {e}")))?;
+                        if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+                            return Err(bad(format!(
+                                "ca_cert {shown} is not a PEM certificate (no CERTIFICATE block)"
+                            )));
+                        }
+                        Some(pem)
+                    }
                     None => None,
                 };
                 let mut e = AgentEndpoint::new(&a.name, &a.url, token);
@@ -214,6 +226,44 @@ impl FarmConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token or certificate file that cannot be used is named with its agent.
+    #[test]
+    fn an_agents_unusable_files_are_named_with_the_agent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path();
+        let token = base.join("t");
+        std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").expect("writes");
+        std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
+        std::fs::write(base.join("not.pem"), "hello\n").expect("writes");
+        let entry = |extra: &str| format!("[[agent]]\nname = \"a\"\nurl = \"https://h:1\"\n{extra}\n");
+        let problem = |extra: &str| {
+            let c = FarmConfig::parse(&entry(extra), base, "f.toml").expect("parses");
+            c.endpoints().err().map(|e| e.to_string().replace(&base.display().to_string(), "DIR"))
+        };
+        assert_eq!(problem("token_file = \"t\""), None);
+        assert_eq!(
+            problem("token_file = \"missing\""),
+            Some(
+                "agent `a` of the farm file: cannot read token file DIR/missing: No such file or directory (os error 2)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            problem("token_file = \"t\"\nca_cert = \"not.pem\""),
+            Some(
+                "agent `a` of the farm file: ca_cert DIR/not.pem is not a PEM certificate (no CERTIFICATE block)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            problem("token_file = \"t\"\nca_cert = \"none.pem\""),
+            Some(
+                "agent `a` of the farm file: cannot read ca_cert DIR/none.pem: No such file or directory (os error 2)"
+                    .into()
+            )
+        );
+    }
 
     #[test]
     fn the_example_farm_file_parses_and_resolves_paths() {
