@@ -37,6 +37,12 @@ pub enum DbError {
         /// File.
         file: String,
     },
+    /// The file is empty (commands that only read): no database yet.
+    #[error("{file} is empty: not a tuning database yet (a tuning job makes one); it was left untouched")]
+    Empty {
+        /// File.
+        file: String,
+    },
     /// Reading or writing the file failed.
     #[error("{file}: {error}")]
     Io {

@@ -30,6 +30,12 @@ impl Database {
     /// untouched) a file that is not SQLite or is damaged, another
     /// application's database and a newer schema.
     pub fn open(path: &Path) -> Result<Database, DbError> {
+        if path.is_dir() {
+            return Err(DbError::Io {
+                file: path.display().to_string(),
+                error: std::io::Error::other("a directory, not a database file"),
+            });
+        }
         let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
         if exists {
             inspect(path)?;
@@ -45,6 +51,10 @@ impl Database {
     pub fn open_existing(path: &Path) -> Result<Database, DbError> {
         if !path.exists() {
             return Err(DbError::Missing { file: path.display().to_string() });
+        }
+        // Reading commands do not make a database of an empty file.
+        if path.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(DbError::Empty { file: path.display().to_string() });
         }
         Database::open(path)
     }

@@ -600,6 +600,24 @@ fn refused_untouched(path: &Path) -> DbError {
     err
 }
 
+/// Reading commands make no database of an empty file, and a directory is
+/// named as one.
+#[test]
+fn an_empty_file_is_not_made_a_database_by_reading_and_a_directory_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("writes");
+    let err =
+        Database::open_existing(&empty).err().map(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"));
+    assert_eq!(
+        err.as_deref(),
+        Some("DIR/empty.db is empty: not a tuning database yet (a tuning job makes one); it was left untouched")
+    );
+    assert_eq!(std::fs::metadata(&empty).expect("exists").len(), 0);
+    let err = Database::open(dir.path()).err().map(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"));
+    assert_eq!(err.as_deref(), Some("DIR: a directory, not a database file"));
+}
+
 #[test]
 fn garbage_truncated_foreign_and_newer_files_are_refused_and_left_untouched() {
     let dir = tempfile::tempdir().expect("tempdir");
