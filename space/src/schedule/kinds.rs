@@ -1,4 +1,4 @@
-//! `vectorize`, `unroll`, `parallel` and `annotate`.
+//! `vectorize`, `unroll` and `parallel`.
 
 use super::{ErrorKind, Result, ScheduleError};
 use crate::expr::{linear_in, simplify, Expr};
@@ -226,32 +226,6 @@ impl Nest {
             }
         }
         self.loop_mut(l).kind = LoopKind::Parallel;
-        Ok(())
-    }
-
-    /// Attaches `key = value` to a loop or block.
-    pub fn annotate(&mut self, target: Node, key: &str, value: &str) -> Result<()> {
-        const PRIM: &str = "annotate";
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(ScheduleError::new(PRIM, ErrorKind::Structure, format!("bad annotation key `{key}`")));
-        }
-        if key == super::TENSORIZE_KEY {
-            return Err(ScheduleError::new(
-                PRIM,
-                ErrorKind::Structure,
-                format!("the annotation key `{key}` is set by the `tensorize` primitive only"),
-            ));
-        }
-        match target {
-            Node::Loop(l) => {
-                self.check_loop(PRIM, l)?;
-                self.loop_mut(l).annotations.insert(key.to_string(), value.to_string());
-            }
-            Node::Block(b) => {
-                self.check_block(PRIM, b)?;
-                self.block_mut(b).annotations.insert(key.to_string(), value.to_string());
-            }
-        }
         Ok(())
     }
 }

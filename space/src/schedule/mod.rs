@@ -4,6 +4,8 @@
 //! A primitive either applies completely or fails with a [`ScheduleError`]
 //! naming the primitive and the reason, leaving the nest unchanged.
 
+mod annotate;
+pub use annotate::{check_annotation, check_annotation_key, AnnotationError, ANNOTATION_KEYS, UNROLL_MAX_STEP};
 mod cache;
 mod compute_at;
 mod decompose;
@@ -40,6 +42,9 @@ pub enum ErrorKind {
     LoopKind,
     /// A region that cannot be bounded or a tensor that cannot be cached.
     Region,
+    /// An annotation key `annotate` does not set, a value its key does not
+    /// take, or a target it does not annotate.
+    Annotation,
     /// A split factor, loop extent, iteration count or unrolled size beyond
     /// the limits of [`crate::limits`].
     Limit,

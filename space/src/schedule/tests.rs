@@ -385,7 +385,7 @@ fn trace_syntax_errors_have_positions() {
 
 #[test]
 fn traces_round_trip_through_text_and_json() {
-    let t = parse_trace(&format!("{MATMUL_EXAMPLE}w = cache_write(b, at=j0)\np = cache_read(b, \"B\", at=j0, layout=[1, 0])\nannotate(j0, key=\"note\", value=\"x y\")\n")).expect("parses");
+    let t = parse_trace(&format!("{MATMUL_EXAMPLE}w = cache_write(b, at=j0)\np = cache_read(b, \"B\", at=j0, layout=[1, 0])\nannotate(j0, key=\"unroll_max_step\", value=\"16\")\n")).expect("parses");
     let text = t.to_string();
     assert_eq!(parse_trace(&text).expect("reparses").to_string(), text);
     let json = t.to_json();

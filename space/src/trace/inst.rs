@@ -165,9 +165,11 @@ pub enum Inst {
         #[serde(rename = "loop")]
         loop_: LoopRv,
     },
-    /// `annotate(target, key="k", value="v")` (the value may be a sampled value).
+    /// `annotate(loop, key="unroll_max_step", value="16")` (the value may be
+    /// a sampled value, or written `value=16`; keys and values:
+    /// [`crate::schedule::ANNOTATION_KEYS`], [`crate::schedule::check_annotation`]).
     Annotate {
-        /// Loop or block.
+        /// Loop (a block is refused on replay: lowering reads loop annotations only).
         target: LoopOrBlock,
         /// Key.
         key: String,

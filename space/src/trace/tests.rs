@@ -175,13 +175,13 @@ fn choices_are_typed_values() {
 
 #[test]
 fn names_live_once_in_the_trace_and_arguments_are_typed_ids() {
-    let text = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nannotate(b, key=\"k\", value=\"v\")\nannotate(i, key=\"k\", value=\"v\")\ni, i1 = split(i, factors=[None, 4])\nunroll(i)\n";
+    let text = "b = get_block(\"C\")\ni, j, k = get_loops(b)\nannotate(b, key=\"unroll_max_step\", value=\"4\")\nannotate(i, key=\"unroll_max_step\", value=\"4\")\ni, i1 = split(i, factors=[None, 4])\nunroll(i)\n";
     let t = parse_trace(text).expect("parses");
     assert_eq!(*t.names, ["b", "i", "j", "k", "i", "i1"]);
     assert_eq!(t.insts[0], Inst::GetBlock { out: BlockRv(0), name: "C".into() });
     assert_eq!(
         t.insts[2].clone(),
-        Inst::Annotate { target: LoopOrBlock::Block(BlockRv(0)), key: "k".into(), value: SArg::lit("v") }
+        Inst::Annotate { target: LoopOrBlock::Block(BlockRv(0)), key: "unroll_max_step".into(), value: SArg::lit("4") }
     );
     assert!(matches!(t.insts[3], Inst::Annotate { target: LoopOrBlock::Loop(LoopRv(1)), .. }));
     // A name defined again is a new random variable; later uses see the latest.
@@ -233,8 +233,112 @@ fn traces_built_with_typed_ids_print_and_replay() {
 
 #[test]
 fn string_literals_with_quotes_and_backslashes_print_and_read_back() {
-    let text = "b0 = get_block(\"a \\\"q\\\" b\\\\c\")\nannotate(b0, key=\"k\\\\\", value=\"\\\"\")\n";
+    let text = "b0 = get_block(\"a \\\"q\\\" b\\\\c\")\nc = cache_read(b0, \"k\\\\\", at=l)\nd = cache_read(b0, \"\\\"\", at=l)\n";
     let t = parse_trace(text).expect("parses");
     assert_eq!(t.to_string(), text);
     assert_eq!(parse_trace(&t.to_string()).expect("parses").insts, t.insts);
+}
+
+/// `annotate` takes the keys lowering reads, with values their key takes:
+/// a literal is checked when the text is parsed, at its column.
+#[test]
+fn annotate_refuses_unknown_keys_and_bad_values_when_parsed() {
+    let head = "b = get_block(\"C\")\ni, j, k = get_loops(b)\n";
+    let shown: Vec<String> = [
+        "annotate(i, key=\"bogus\", value=\"1\")",
+        "annotate(i, key=\"tensorize\", value=\"za_fmopa\")",
+        "annotate(i, key=\"unroll_max_step\", value=\"abc\")",
+        "annotate(i, key=\"unroll_max_step\", value=\"-5\")",
+        "annotate(i, key=\"unroll_max_step\", value=-5)",
+        "annotate(i, key=\"unroll_max_step\", value=\"+5\")",
+        "annotate(i, key=\"unroll_max_step\", value=\"\")",
+        "annotate(i, key=\"unroll_max_step\", value=\"99999999999999999999\")",
+        "annotate(i, key=\"unroll_max_step\", value=4*4)",
+        "annotate(i, key=\"unroll_max_step\", value=1.5)",
+        "annotate(i, key=\"unroll_max_step\")",
+    ]
+    .iter()
+    .map(|line| parse_trace(&format!("{head}{line}\n")).expect_err(line).to_string())
+    .collect();
+    assert_eq!(
+        shown,
+        [
+            "line 3, column 17: `annotate(i, key=\"bogus\", value=\"1\")`: unknown annotation key `bogus` (known: unroll_max_step)",
+            "line 3, column 17: `annotate(i, key=\"tensorize\", value=\"za_fmopa\")`: the annotation key `tensorize` is set by the `tensorize` primitive only",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=\"abc\")`: `unroll_max_step` must be a non-negative integer, not `abc`",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=\"-5\")`: `unroll_max_step` must be a non-negative integer, not `-5`",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=-5)`: `unroll_max_step` must be a non-negative integer, not `-5`",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=\"+5\")`: `unroll_max_step` must be a non-negative integer, not `+5`",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=\"\")`: `unroll_max_step` must be a non-negative integer, not ``",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=\"99999999999999999999\")`: `unroll_max_step` must be at most 9223372036854775807, not `99999999999999999999`",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=4*4)`: `value` must be a \"string\", an integer or a name",
+            "line 3, column 42: `annotate(i, key=\"unroll_max_step\", value=1.5)`: `value` must be a \"string\", an integer or a name",
+            "line 3, column 34: `annotate(i, key=\"unroll_max_step\")`: `annotate` needs `value=\"...\"` or `value=N`",
+        ]
+    );
+}
+
+/// `value=16` is the string `"16"`: it prints as the stored traces write it,
+/// and replays to the same annotation.
+#[test]
+fn annotate_takes_an_integer_literal_and_prints_it_as_a_string() {
+    let head = "b = get_block(\"C\")\ni, j, k = get_loops(b)\n";
+    let bare = parse_trace(&format!("{head}annotate(i, key=\"unroll_max_step\", value=16)\n")).expect("parses");
+    let quoted = parse_trace(&format!("{head}annotate(i, key=\"unroll_max_step\", value=\"16\")\n")).expect("parses");
+    assert_eq!(bare.insts, quoted.insts);
+    assert_eq!(bare.to_string(), format!("{head}annotate(i, key=\"unroll_max_step\", value=\"16\")\n"));
+    let mut n = nest("matmul:M=8,N=8,K=8", VectorCaps::sve_any());
+    bare.apply(&mut n).expect("replays");
+    let Some(&crate::ir::Node::Loop(i)) = n.root.first() else { panic!("a root loop") };
+    assert_eq!(n.loop_(i).annotations.get("unroll_max_step").map(String::as_str), Some("16"));
+    // A sampled depth prints by its name, as the rules write it.
+    let sampled = format!(
+        "{head}unroll38 = sample_categorical(candidates=[0, 4, 16, 64], probs=[0.25, 0.25, 0.25, 0.25], decision=2)\n\
+         annotate(i, key=\"unroll_max_step\", value=unroll38)\n"
+    );
+    let t = parse_trace(&sampled).expect("parses");
+    assert_eq!(t.to_string(), sampled);
+    let mut n = nest("matmul:M=8,N=8,K=8", VectorCaps::sve_any());
+    t.apply(&mut n).expect("replays");
+    let Some(&crate::ir::Node::Loop(i)) = n.root.first() else { panic!("a root loop") };
+    assert_eq!(n.loop_(i).annotations.get("unroll_max_step").map(String::as_str), Some("16"));
+}
+
+/// What parsing cannot see is refused on replay: a sampled value its key
+/// does not take, a block, a key of a trace built in code.
+#[test]
+fn annotate_refuses_sampled_values_blocks_and_unknown_keys_on_replay() {
+    let head = "b = get_block(\"C\")\ni, j, k = get_loops(b)\n";
+    let replay = |text: &str| {
+        let t = parse_trace(text).expect("parses");
+        let e = t.apply(&mut nest("matmul:M=8,N=8,K=8", VectorCaps::sve_any())).expect_err("refused");
+        assert_eq!(e.kind, TraceErrorKind::Schedule(crate::schedule::ErrorKind::Annotation));
+        e.to_string()
+    };
+    assert_eq!(
+        replay(&format!(
+            "{head}u = sample_categorical(candidates=[-1, 4], probs=[0.5, 0.5], decision=0)\n\
+             annotate(i, key=\"unroll_max_step\", value=u)\n"
+        )),
+        "line 4: `annotate(i, key=\"unroll_max_step\", value=u)`: annotate: `unroll_max_step` must be a non-negative integer, not `-1`"
+    );
+    assert_eq!(
+        replay(&format!(
+            "{head}u = sample_categorical(candidates=[\"peel\", \"scalar\"], probs=[0.5, 0.5], decision=1)\n\
+             annotate(i, key=\"unroll_max_step\", value=u)\n"
+        )),
+        "line 4: `annotate(i, key=\"unroll_max_step\", value=u)`: annotate: `unroll_max_step` must be a non-negative integer, not `scalar`"
+    );
+    assert_eq!(
+        replay(&format!("{head}annotate(b, key=\"unroll_max_step\", value=\"4\")\n")),
+        "line 3: `annotate(b, key=\"unroll_max_step\", value=\"4\")`: annotate: `unroll_max_step` annotates a loop, not block `C`"
+    );
+    let mut t = parse_trace(head).expect("parses");
+    let i = LoopOrBlock::Loop(LoopRv(1));
+    t.insts.push(Inst::Annotate { target: i, key: "bogus".into(), value: SArg::lit("1") });
+    let e = t.apply(&mut nest("matmul:M=8,N=8,K=8", VectorCaps::sve_any())).expect_err("refused");
+    assert_eq!(
+        e.to_string(),
+        "`annotate(i, key=\"bogus\", value=\"1\")`: annotate: unknown annotation key `bogus` (known: unroll_max_step)"
+    );
 }

@@ -3,6 +3,7 @@
 use super::call::{Arg, BuildResult, Call, StrArg, SynExpr};
 use super::scope::Scope;
 use crate::ir::Tail;
+use crate::schedule::{check_annotation, check_annotation_key};
 use crate::trace::{Cand, Choice, Inst, SArg, TraceError, TraceErrorKind};
 
 /// Builds the instruction a line calls, resolving its names in `sc`
@@ -155,7 +156,19 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
             c.npos(1)?;
             c.only_kws(&["key", "value"])?;
             let key = c.kw_str("key")?.ok_or((c.close, "`annotate` needs `key=\"...\"`".to_string()))?;
-            let value = c.kw_sarg("value")?.ok_or((c.close, "`annotate` needs `value=\"...\"`".to_string()))?;
+            let at = |k: &str| c.kw(k).map_or(c.close, |a| a.1);
+            check_annotation_key(&key).map_err(|e| (at("key"), e.to_string()))?;
+            // An integer literal is the string of its digits (printed as `"16"`).
+            let value = match c.kw("value") {
+                Some((Arg::Expr(SynExpr::Int(v)), _)) => StrArg::Lit(v.to_string()),
+                Some((Arg::Str(_) | Arg::Name(_), _)) | None => c
+                    .kw_sarg("value")?
+                    .ok_or((c.close, "`annotate` needs `value=\"...\"` or `value=N`".to_string()))?,
+                Some((_, off)) => return Err((off, "`value` must be a \"string\", an integer or a name".into())),
+            };
+            if let StrArg::Lit(v) = &value {
+                check_annotation(&key, v).map_err(|e| (at("value"), e.to_string()))?;
+            }
             let target = sc.target(&c.name_at(0, "a loop or block")?);
             let value = match value {
                 StrArg::Lit(s) => SArg::Lit(s),

@@ -33,7 +33,7 @@ pub(super) fn parallel(env: &mut Env, nest: &mut Nest, loop_: LoopRv) -> Result<
     Ok(PLAIN)
 }
 
-/// `annotate(target, key="k", value="v")` (the value may be a sampled value).
+/// `annotate(loop, key="unroll_max_step", value="16")` (the value may be a sampled value).
 pub(super) fn annotate(
     env: &mut Env,
     nest: &mut Nest,
