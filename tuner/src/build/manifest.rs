@@ -1,5 +1,6 @@
 //! The kernel manifest of `scaletune build`: `[[kernel]]` tables (name, workload, target, optional vl and record), checked and resolved.
 
+use super::names::kernel_name_problem;
 use super::BuildError;
 use scaletune_codegen::target::Target;
 use scaletune_space::workload::{Workload, WorkloadRef};
@@ -10,53 +11,6 @@ use toml::Spanned;
 
 /// The keys a `[[kernel]]` table may have.
 const KEYS: &[&str] = &["name", "workload", "target", "vl", "record"];
-
-/// C keywords (C11 and C23) a kernel may not be named.
-const C_KEYWORDS: &[&str] = &[
-    "auto",
-    "bool",
-    "break",
-    "case",
-    "char",
-    "const",
-    "constexpr",
-    "continue",
-    "default",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "main",
-    "nullptr",
-    "register",
-    "restrict",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "static_assert",
-    "struct",
-    "switch",
-    "thread_local",
-    "true",
-    "typedef",
-    "typeof",
-    "union",
-    "unsigned",
-    "void",
-    "volatile",
-    "while",
-];
 
 /// One kernel to build.
 #[derive(Clone, Debug)]
@@ -98,26 +52,6 @@ struct RawManifest {
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
-}
-
-/// Why `name` is not a usable C identifier, if it is not.
-pub fn c_identifier_problem(name: &str) -> Option<&'static str> {
-    let mut chars = name.chars();
-    match chars.next() {
-        None => return Some("is empty"),
-        Some(c) if !(c.is_ascii_alphabetic() || c == '_') => return Some("is not a C identifier"),
-        Some(_) => {}
-    }
-    if !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Some("is not a C identifier");
-    }
-    if C_KEYWORDS.contains(&name) {
-        return Some("is a C keyword");
-    }
-    if name.starts_with("scaletune_") || name.starts_with("__") {
-        return Some("uses a reserved prefix (`scaletune_`, `__`)");
-    }
-    None
 }
 
 /// A relative workload or target file reference, taken from the manifest's directory.
@@ -191,7 +125,7 @@ pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Manifest, BuildError>
             }
         };
         let name = string("name")?;
-        if let Some(problem) = c_identifier_problem(&name) {
+        if let Some(problem) = kernel_name_problem(&name) {
             return Err(err(line("name"), "name", format!("`{name}` {problem}")));
         }
         if let Some(first) = kernels.iter().find(|k| k.name == name) {

@@ -20,6 +20,7 @@
 mod archive;
 pub mod emit;
 pub mod manifest;
+pub mod names;
 pub mod select;
 
 use manifest::{KernelSpec, Manifest};
@@ -64,6 +65,25 @@ pub enum BuildError {
         field: String,
         /// What is wrong.
         message: String,
+    },
+    /// The outputs' prefix is empty.
+    #[error("the output prefix is empty{origin}: it names the outputs PREFIX.h, PREFIX.rs and libPREFIX_TARGET.a")]
+    EmptyPrefix {
+        /// Where it came from: `""`, or ` (the manifest's file stem)`.
+        origin: &'static str,
+    },
+    /// The outputs' prefix, with its characters other than letters and digits
+    /// made `_`, is no C identifier.
+    #[error(
+        "the output prefix `{prefix}`{origin} is not a C identifier: it must start with a letter or `_` (the header's include guard would be `{guard}`)"
+    )]
+    BadPrefix {
+        /// The prefix as given.
+        prefix: String,
+        /// Where it came from: `""`, or ` (the manifest's file stem)`.
+        origin: &'static str,
+        /// The include guard it would make.
+        guard: String,
     },
     /// A required setting was not given.
     #[error("no {0} given")]
@@ -182,6 +202,32 @@ fn identifier(text: &str) -> String {
     text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
 }
 
+/// The outputs' name: the prefix given, else the manifest's file stem, with
+/// its characters other than ASCII letters and digits made `_`; refused when
+/// that is empty or starts with a digit (no include guard could be made of it).
+fn output_prefix(given: Option<&str>, manifest: &Path) -> Result<String, BuildError> {
+    let (raw, origin) = match given {
+        Some(p) => (p.to_string(), ""),
+        None => (
+            manifest.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default(),
+            " (the manifest's file stem)",
+        ),
+    };
+    let prefix = identifier(&raw);
+    match prefix.chars().next() {
+        None => Err(BuildError::EmptyPrefix { origin }),
+        Some(c) if c.is_ascii_digit() => {
+            Err(BuildError::BadPrefix { prefix: raw, origin, guard: include_guard(&prefix) })
+        }
+        Some(_) => Ok(prefix),
+    }
+}
+
+/// The header's include guard of an output prefix.
+fn include_guard(prefix: &str) -> String {
+    format!("{}_H", prefix.to_ascii_uppercase())
+}
+
 /// A compiled kernel, not yet written.
 struct Compiled {
     chosen: Chosen,
@@ -223,7 +269,9 @@ impl Build {
         self
     }
 
-    /// The outputs' name: `<prefix>.h`, `<prefix>.rs`, `lib<prefix>_<target>.a` (default: the manifest's file stem).
+    /// The outputs' name: `<prefix>.h`, `<prefix>.rs`, `lib<prefix>_<target>.a` (default: the manifest's file stem),
+    /// with characters other than ASCII letters and digits made `_`; [`Build::compile`] refuses one
+    /// that is then empty or starts with a digit.
     pub fn prefix(&mut self, prefix: &str) -> &mut Build {
         self.prefix = Some(prefix.to_string());
         self
@@ -259,7 +307,20 @@ impl Build {
             println!("cargo:rerun-if-changed={}", db_path.display());
             println!("cargo:rerun-if-changed={}", manifest_path.display());
         }
+        let prefix = output_prefix(self.prefix.as_deref(), manifest_path)?;
+        let guard = include_guard(&prefix);
         let manifest = manifest::load(manifest_path)?;
+        if let Some(k) = manifest.kernels.iter().find(|k| k.name == guard) {
+            return Err(BuildError::Manifest {
+                file: manifest.file.clone(),
+                line: k.line,
+                kernel: k.name.clone(),
+                field: "name".into(),
+                message: format!(
+                    "`{guard}` is the include guard of the header `{prefix}.h`: rename the kernel or choose another prefix"
+                ),
+            });
+        }
         let db = Database::open_existing(db_path)?;
         let mut warnings = Vec::new();
         let mut compiled = Vec::new();
@@ -269,10 +330,6 @@ impl Build {
             warnings.extend(code_warning(k, &c.chosen));
             compiled.push(c);
         }
-        let prefix = match &self.prefix {
-            Some(p) => identifier(p),
-            None => identifier(&manifest_path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default()),
-        };
         let built = write_outputs(&manifest, &compiled, &prefix, &out_dir, warnings)?;
         if self.cargo_metadata {
             for w in &built.warnings {
@@ -400,10 +457,10 @@ fn write_outputs(
         .collect();
     let manifest_name =
         Path::new(&manifest.file).file_name().map_or(manifest.file.clone(), |f| f.to_string_lossy().to_string());
-    let guard = format!("{}_H", prefix.to_ascii_uppercase());
+    let guard = include_guard(prefix);
     let texts = [
         (format!("{prefix}.h"), emit::header(&entries, &guard, &manifest_name)),
-        (format!("{prefix}.rs"), emit::rust(&entries, &manifest_name)),
+        (format!("{prefix}.rs"), emit::rust(&entries, &guard, &manifest_name)),
     ];
     for (name, text) in &texts {
         let p = staging.path().join(name);
