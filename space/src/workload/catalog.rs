@@ -52,6 +52,12 @@ impl WorkloadRef {
         if name.is_empty() {
             return Err(bad("missing workload name".into()));
         }
+        if name.rsplit_once(':').is_some_and(|(_, r)| r.contains('=')) {
+            // `matmul:M=8:N=8`: parameters joined by `:` (a path may hold `:`, a parameter never does).
+            let (head, params) = reference.split_once(':').unwrap_or((reference, ""));
+            let fixed = format!("{head}:{}", params.replace(':', ","));
+            return Err(bad(format!("parameters are separated by `,`, not `:`: `{fixed}`")));
+        }
         let mut overrides = Vec::new();
         for part in rest.map(|r| r.split(',').collect::<Vec<_>>()).unwrap_or_default() {
             let (k, v) = part.split_once('=').ok_or_else(|| bad(format!("`{part}` is not P=V")))?;

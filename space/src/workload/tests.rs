@@ -56,6 +56,11 @@ fn overrides_and_references() {
     assert!(e.starts_with("unknown workload `nosuch`"), "{e}");
     let e = load("matmul:K=4,K=8").expect_err("duplicate").to_string();
     assert_eq!(e, "bad workload reference `matmul:K=4,K=8`: parameter `K` is given twice");
+    let e = load("matmul:M=8:N=8,K=2").expect_err("colons").to_string();
+    assert_eq!(
+        e,
+        "bad workload reference `matmul:M=8:N=8,K=2`: parameters are separated by `,`, not `:`: `matmul:M=8,N=8,K=2`"
+    );
 }
 
 #[test]
