@@ -27,7 +27,12 @@ Environment:
   SCALETUNE_PLUGIN_DIR    Where the QEMU instruction-counting plugin is built [default: the plugin cache]
   SCALETUNE_NUM_THREADS   Threads of a kernel's parallel loops when it runs outside scaletune
                           [default: one per CPU the process may run on]
-  SCALETUNE_FONT          TrueType font of report charts [default: DejaVu Sans]";
+  SCALETUNE_FONT          TrueType font of report charts [default: DejaVu Sans]
+  RUST_LOG                Level of the warnings and log lines on standard error [default: warn; info
+                          for `agent`]
+  OPENBLAS_CORETYPE       `bench`: the OpenBLAS kernels to run (the library's own choice otherwise)
+  MIMALLOC_PURGE_DELAY, MIMALLOC_PURGE_DECOMMITS
+                          Allocator settings that override scaletune's own (README, Performance)";
 
 #[derive(Parser)]
 #[command(
@@ -66,7 +71,7 @@ enum Command {
         /// Target name or TOML file.
         #[arg(long, short)]
         target: String,
-        /// Schedule (trace text or JSON).
+        /// Schedule file (a trace as text or JSON).
         #[arg(long, short)]
         schedule: Option<PathBuf>,
         /// Use the best record of this tuning database instead of --schedule.
@@ -112,7 +117,7 @@ enum Command {
         /// Target name or TOML file.
         #[arg(long, short)]
         target: String,
-        /// Schedule (trace text or JSON).
+        /// Schedule file (a trace as text or JSON).
         #[arg(long, short)]
         schedule: Option<PathBuf>,
         /// Vector lengths in bits (comma-separated); default: the target's.

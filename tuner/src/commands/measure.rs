@@ -47,7 +47,7 @@ pub struct MeasureArgs {
     /// Target name or TOML file.
     #[arg(long, short)]
     pub target: String,
-    /// Schedule (trace text or JSON); without it, the unscheduled loop nest.
+    /// Schedule file (a trace as text or JSON); without it, the unscheduled loop nest.
     #[arg(long, short)]
     pub schedule: Option<PathBuf>,
     /// Runner [default: native for targets that run on this machine, else qemu].
