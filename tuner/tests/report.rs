@@ -109,6 +109,15 @@ fn bad_report_requests_are_refused_clearly() {
     let o = scaletune(&["report", "--db", missing.to_str().expect("utf-8"), "--out", outs]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(text(&o), format!("error: {} does not exist\n", missing.display()));
+    let o = scaletune(&["report", "--workload", "matmul:Q=1", "--db", "nowhere.db", "--out", outs]);
+    assert_eq!(
+        (o.status.code(), text(&o)),
+        (
+            Some(2),
+            "error: bad workload reference `matmul:Q=1`: workload `matmul` has no parameter `Q` (parameters: M, N, K)\n"
+                .to_string()
+        )
+    );
     let empty = dir.path().join("empty.db");
     scaletune_database::Database::open(&empty).expect("creates");
     let o = scaletune(&["report", "--db", empty.to_str().expect("utf-8"), "--out", outs]);

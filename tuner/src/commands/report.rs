@@ -33,6 +33,10 @@ pub fn write(db: &Database, filter: &Filter, out: &Path) -> anyhow::Result<Vec<P
 
 /// Runs `report`: prints the page's path and how many charts were written.
 pub fn run(args: &ReportArgs) -> anyhow::Result<String> {
+    if let Some(w) = args.workload.as_deref().filter(|w| w.contains(':')) {
+        // A shape's parameters are checked (a bare name matches every shape).
+        crate::pipeline::load_workload(w)?;
+    }
     let path = args.db.clone().unwrap_or_else(scaletune_database::default_path);
     let db = Database::open_existing(&path)?;
     let filter = Filter { workload: args.workload.clone(), target: args.target.clone(), job: args.job };
