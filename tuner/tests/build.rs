@@ -600,7 +600,7 @@ fn kernel_names_that_are_rust_or_c_keywords_are_refused() {
     let mut shown = Vec::new();
     for name in [
         "fn", "type", "match", "self", "Self", "crate", "async", "await", "dyn", "gen", "try", "_", "bool", "_Bool",
-        "int8_t",
+        "int8_t", "class", "new",
     ] {
         std::fs::write(&s.manifest, format!("[[kernel]]\nname = \"{name}\"\nworkload = \"axpy\"\ntarget = \"host\"\n"))
             .expect("writes");
@@ -628,6 +628,8 @@ fn kernel_names_that_are_rust_or_c_keywords_are_refused() {
             "error: kernels.toml:2: kernel `bool`, field `name`: `bool` is a C keyword\n",
             "error: kernels.toml:2: kernel `_Bool`, field `name`: `_Bool` is a C keyword\n",
             "error: kernels.toml:2: kernel `int8_t`, field `name`: `int8_t` is defined by <stdint.h>, which the header includes, or predefined by C compilers\n",
+            "error: kernels.toml:2: kernel `class`, field `name`: `class` is a C++ keyword (the header declares the kernels for C++ too)\n",
+            "error: kernels.toml:2: kernel `new`, field `name`: `new` is a C++ keyword (the header declares the kernels for C++ too)\n",
         ]
     );
 }

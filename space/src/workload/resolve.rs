@@ -657,6 +657,12 @@ fn typed(
             if !want.is_float() && v.fract() != 0.0 {
                 return Err(at(*o, format!("constant {v} is not an integer but the expression is {want}")));
             }
+            if !want.is_float() {
+                let (min, max) = integer_limits(want);
+                if *v < min as f64 || *v > max as f64 {
+                    return Err(at(*o, format!("constant {v} does not fit {want} ({min}..={max})")));
+                }
+            }
             // `inf` is infinite on purpose; a finite number must stay finite.
             if v.is_finite() && !finite_in(want, *v) {
                 return Err(at(

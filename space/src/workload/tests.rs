@@ -327,4 +327,11 @@ fn float_constants_must_be_finite_in_their_dtype() {
     );
     // `inf` is infinite on purpose.
     assert!(parse(&stmt("Y[i] = min(X[i], inf)", "f32")).is_ok());
+    // Integer constants must fit their integer dtype.
+    assert!(parse(&stmt("Y[i] = -128", "i8")).is_ok());
+    assert_eq!(err(&stmt("Y[i] = 300", "i8")), "bad.toml:1:20: constant 300 does not fit i8 (-128..=127)");
+    assert_eq!(
+        err(&stmt("Y[i] = X[i] + 3000000000", "i32")),
+        "bad.toml:1:27: constant 3000000000 does not fit i32 (-2147483648..=2147483647)"
+    );
 }

@@ -301,6 +301,9 @@ pub fn kernel_name_problem(name: &str) -> Option<&'static str> {
     if RUST_KEYWORDS.contains(&name) {
         return Some("is a Rust keyword");
     }
+    if CPP_KEYWORDS.contains(&name) {
+        return Some("is a C++ keyword (the header declares the kernels for C++ too)");
+    }
     if name == "_" {
         return Some("is not a Rust identifier");
     }
