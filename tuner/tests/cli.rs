@@ -595,6 +595,33 @@ fn bad_options_exit_2() {
     }
 }
 
+/// A job names each shape once: two references to one shape would be two
+/// tasks sharing every record.
+#[test]
+fn a_shape_named_twice_in_one_job_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("t.db");
+    let o = scaletune(&[
+        "tune",
+        "matmul:M=8,N=8,K=8",
+        "matmul:K=8,N=8,M=8",
+        "--target",
+        "host",
+        "--db",
+        db.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).to_string()),
+        (
+            Some(2),
+            "error: `matmul:K=8,N=8,M=8` and `matmul:M=8,N=8,K=8` are the same workload (matmul:M=8,N=8,K=8): name \
+             each shape once\n"
+                .to_string()
+        )
+    );
+    assert!(!db.exists());
+}
+
 /// `--vl-weights` must weight the vector lengths the job measures, each
 /// once; a refused job leaves no database behind.
 #[test]

@@ -194,8 +194,13 @@ impl TuneArgs {
             bail!("nothing to tune: name workloads or a --suite");
         }
         // Every workload loads (and is held to --max-bytes) before a job exists.
+        let mut seen: Vec<(String, &str)> = Vec::new();
         for (w, _) in &workloads {
-            crate::pipeline::load_workload_to_run(w)?;
+            let shape = crate::pipeline::load_workload_to_run(w)?.reference();
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == shape) {
+                bail!("`{w}` and `{first}` are the same workload ({shape}): name each shape once");
+            }
+            seen.push((shape, w));
         }
         if self.trials == 0 {
             bail!("--trials must be at least 1");
