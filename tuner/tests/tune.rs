@@ -230,6 +230,21 @@ fn a_second_job_knows_the_first_ones_candidates_and_db_commands_read_them() {
         );
     }
     assert_eq!(std::fs::read(&db).expect("reads"), before, "a refused export changed the database");
+    let neon = scaletune(&["db", "top", "matmul", "--target", "neon", "--db", dbs]);
+    assert_eq!(
+        stderr(&neon),
+        format!("error: no measured schedule of matmul:M=128,N=128,K=128 on neon in {dbs}\n"),
+        "the message names the shape looked up"
+    );
+    let manifest = dir.path().join("k.toml");
+    std::fs::write(&manifest, format!("[[kernel]]\nname = \"mm\"\nworkload = \"{WORKLOAD}\"\ntarget = \"host\"\n"))
+        .expect("writes");
+    let ms = manifest.to_str().expect("utf-8");
+    let onto_file = scaletune(&["build", "--db", dbs, "--manifest", ms, "--out-dir", ms]);
+    assert_eq!(
+        (onto_file.status.code(), stderr(&onto_file)),
+        (Some(2), format!("error: cannot write {ms}: a file, not a directory: --out-dir names where the outputs go\n"))
+    );
     let none = scaletune(&["db", "top", WORKLOAD, "--target", "host", "-k", "0", "--db", dbs]);
     assert_eq!((none.status.code(), stderr(&none)), (Some(2), "error: -k must be at least 1\n".to_string()));
     let itself = scaletune(&["db", "import", dbs, "--db", dbs]);

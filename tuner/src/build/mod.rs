@@ -420,6 +420,10 @@ fn write_outputs(
         let path = path.display().to_string();
         move |error| BuildError::Output { path, error }
     };
+    if out_dir.exists() && !out_dir.is_dir() {
+        let error = std::io::Error::other("a file, not a directory: --out-dir names where the outputs go");
+        return Err(out_err(out_dir)(error));
+    }
     std::fs::create_dir_all(out_dir).map_err(out_err(out_dir))?;
     let out_dir = std::fs::canonicalize(out_dir).map_err(out_err(out_dir))?;
     let staging =

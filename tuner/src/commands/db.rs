@@ -85,6 +85,11 @@ fn best_records(db: &Database, workload: &str, target: &str, k: usize) -> anyhow
     Ok(recs)
 }
 
+/// The shape a workload argument names (`matmul` is `matmul:M=128,N=128,K=128`), for messages.
+fn shape_of(workload: &str) -> String {
+    load_workload(workload).map_or_else(|_| workload.to_string(), |w| w.reference())
+}
+
 /// The record's objective; for a re-measured record the confirmed median,
 /// with how many runs it is the median of.
 pub(crate) fn objective_text(r: &Record) -> String {
@@ -237,12 +242,12 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
                 );
             }
             if out.is_empty() {
-                bail!("no measured schedule of {workload} on {target} in {}", path.display());
+                bail!("no measured schedule of {} on {target} in {}", shape_of(workload), path.display());
             }
         }
         DbCommand::Best { workload, target } => {
             let Some(r) = best_records(&db, workload, target, 1)?.into_iter().next() else {
-                bail!("no measured schedule of {workload} on {target} in {}", path.display());
+                bail!("no measured schedule of {} on {target} in {}", shape_of(workload), path.display());
             };
             let _ =
                 writeln!(out, "# record {}: {} ({} runner, VLs [{}])", r.id, objective_text(&r), r.runner, r.vl_set);
