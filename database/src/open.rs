@@ -40,7 +40,7 @@ impl Database {
         if exists {
             inspect(path)?;
         }
-        let conn = Connection::open(path)?;
+        let conn = Connection::open(path).map_err(|e| why_not_opened(path, e))?;
         let db = Database { conn, path: path.to_path_buf() };
         db.configure()?;
         db.migrate()?;
@@ -127,6 +127,30 @@ fn wait_while_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::R
 /// read that tick is past). Otherwise the file is inspected again from its
 /// new state, for up to [`INSPECTING`]; a file that never rests that long
 /// is refused as the last inspection found it.
+/// SQLite's "unable to open database file" says neither why nor which
+/// directory: where the file does not exist, the operating system's reason
+/// for not creating it (a missing or unwritable directory) is told instead.
+fn why_not_opened(path: &Path, e: rusqlite::Error) -> DbError {
+    if path.exists() {
+        return DbError::Sqlite(e);
+    }
+    let file = path.display().to_string();
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        let error =
+            std::io::Error::other(format!("cannot create it: the directory {} does not exist", parent.display()));
+        return DbError::Io { file, error };
+    }
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Err(os) => DbError::Io { file, error: std::io::Error::new(os.kind(), format!("cannot create it: {os}")) },
+        Ok(_) => {
+            // Creatable after all: SQLite's own reason stands (and the probe goes).
+            let _ = std::fs::remove_file(path);
+            DbError::Sqlite(e)
+        }
+    }
+}
+
 fn inspect(path: &Path) -> Result<(), DbError> {
     let deadline = Instant::now() + INSPECTING;
     let mut pause = Duration::from_millis(2);

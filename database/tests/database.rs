@@ -616,6 +616,12 @@ fn an_empty_file_is_not_made_a_database_by_reading_and_a_directory_is_refused() 
     assert_eq!(std::fs::metadata(&empty).expect("exists").len(), 0);
     let err = Database::open(dir.path()).err().map(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"));
     assert_eq!(err.as_deref(), Some("DIR: a directory, not a database file"));
+    let nowhere = dir.path().join("no/such/dir/t.db");
+    let err = Database::open(&nowhere).err().map(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"));
+    assert_eq!(
+        err.as_deref(),
+        Some("DIR/no/such/dir/t.db: cannot create it: the directory DIR/no/such/dir does not exist")
+    );
 }
 
 #[test]
