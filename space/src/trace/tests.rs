@@ -110,6 +110,28 @@ fn categorical_decisions_out_of_range_or_missing_are_refused() {
     assert!(e.message.contains("has no decision"), "{e}");
 }
 
+/// Sampling arguments below their least value are parse errors at the
+/// argument (a negative decision was read as a huge one).
+#[test]
+fn sampling_arguments_below_their_least_value_are_refused_where_written() {
+    let err = |text: &str| parse_trace(text).expect_err("refused").to_string();
+    let loops = "b = get_block(\"C\")\ni, j, k = get_loops(b)\n";
+    assert_eq!(
+        err("t = sample_categorical(candidates=[\"peel\", \"scalar\"], probs=[0.5, 0.5], decision=-1)\n"),
+        "line 1, column 82: `t = sample_categorical(candidates=[\"peel\", \"scalar\"], probs=[0.5, 0.5], decision=-1)`: \
+         `decision` must be at least 0, not -1"
+    );
+    assert_eq!(
+        err(&format!("{loops}t1, t2 = sample_perfect_tile(i, n=2, max_innermost_factor=-4, decision=[2, 4])\n")),
+        "line 3, column 59: `t1, t2 = sample_perfect_tile(i, n=2, max_innermost_factor=-4, decision=[2, 4])`: \
+         `max_innermost_factor` must be at least 1, not -4"
+    );
+    assert_eq!(
+        err(&format!("{loops}t1 = sample_scalable_tile(j, n=0, max_innermost_vscale=1)\n")),
+        "line 3, column 32: `t1 = sample_scalable_tile(j, n=0, max_innermost_vscale=1)`: `n` must be at least 1, not 0"
+    );
+}
+
 #[test]
 fn a_design_space_sample_replays_only_on_its_own_shape() {
     let w = load("conv2d_nhwc:H=6,WI=7,C=4,F=9").expect("loads");

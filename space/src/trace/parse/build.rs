@@ -191,7 +191,7 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
             c.outs(None)?;
             c.npos(1)?;
             c.only_kws(&["n", "max_innermost_factor", "decision"])?;
-            let n = c.req_int("n")? as usize;
+            let n = c.req_int_at_least("n", 1)? as usize;
             let int_item = |a: &Arg, off: usize| match a {
                 Arg::Expr(SynExpr::Int(v)) => Ok(*v),
                 _ => Err((off, "decision entries must be integers".to_string())),
@@ -199,7 +199,7 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
             let decision = c.kw_list("decision", &int_item)?;
             check_arity(c, n, decision.as_ref().map(|d| d.len()), n)?;
             let loop_ = c.name_at(0, "a loop")?;
-            let max_innermost_factor = c.req_int("max_innermost_factor")?;
+            let max_innermost_factor = c.req_int_at_least("max_innermost_factor", 1)?;
             let loop_ = sc.loop_(&loop_);
             Inst::SamplePerfectTile { outs: sc.def_values(&c.outs), loop_, n, max_innermost_factor, decision }
         }
@@ -212,7 +212,7 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
             } else {
                 c.only_kws(&["n", "max_innermost_vscale", "decision"])?;
             }
-            let n = c.req_int("n")? as usize;
+            let n = c.req_int_at_least("n", 1)? as usize;
             let factor_item = |a: &Arg, off: usize| match a {
                 Arg::Expr(e) => Ok(e.clone()),
                 _ => Err((off, "decision entries must be integer expressions like 4 or 8*vscale".to_string())),
@@ -220,8 +220,8 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
             let decision = c.kw_list("decision", &factor_item)?;
             check_arity(c, n, decision.as_ref().map(|d| d.len()), n.saturating_sub(1))?;
             let loop_ = c.name_at(0, "a loop")?;
-            let max_innermost_vscale = c.req_int("max_innermost_vscale")?;
-            let max_innermost_fixed = if mixed { c.req_int("max_innermost_fixed")? } else { 0 };
+            let max_innermost_vscale = c.req_int_at_least("max_innermost_vscale", 0)?;
+            let max_innermost_fixed = if mixed { c.req_int_at_least("max_innermost_fixed", 0)? } else { 0 };
             let loop_ = sc.loop_(&loop_);
             let decision = decision.map(|d| d.iter().map(|e| sc.expr(e)).collect());
             let outs = sc.def_values(&c.outs);
@@ -252,7 +252,7 @@ pub(super) fn build(c: &Call, sc: &mut Scope) -> BuildResult<Inst> {
             if candidates.is_empty() || probs.len() != candidates.len() {
                 return Err((c.close, format!("{} candidates but {} probabilities", candidates.len(), probs.len())));
             }
-            let decision = c.kw_int("decision")?.map(|d| d as usize);
+            let decision = c.kw_int_at_least("decision", 0)?.map(|d| d as usize);
             Inst::SampleCategorical { out: sc.def_value(&out1()), candidates, probs, decision }
         }
         other => {

@@ -270,6 +270,19 @@ impl Call {
         }
     }
 
+    /// An optional integer keyword that must be at least `min`.
+    pub(super) fn kw_int_at_least(&self, key: &str, min: i64) -> BuildResult<Option<i64>> {
+        match (self.kw_int(key)?, self.kw(key)) {
+            (Some(v), Some((_, off))) if v < min => Err((off, format!("`{key}` must be at least {min}, not {v}"))),
+            (v, _) => Ok(v),
+        }
+    }
+
+    /// A required integer keyword that must be at least `min`.
+    pub(super) fn req_int_at_least(&self, key: &str, min: i64) -> BuildResult<i64> {
+        self.kw_int_at_least(key, min)?.ok_or((self.close, format!("`{}` needs `{key}=`", self.name)))
+    }
+
     pub(super) fn req_int(&self, key: &str) -> BuildResult<i64> {
         self.kw_int(key)?.ok_or((self.close, format!("`{}` needs `{key}=`", self.name)))
     }
