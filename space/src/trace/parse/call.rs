@@ -283,10 +283,6 @@ impl Call {
         self.kw_int_at_least(key, min)?.ok_or((self.close, format!("`{}` needs `{key}=`", self.name)))
     }
 
-    pub(super) fn req_int(&self, key: &str) -> BuildResult<i64> {
-        self.kw_int(key)?.ok_or((self.close, format!("`{}` needs `{key}=`", self.name)))
-    }
-
     /// An optional list keyword, each item converted by `f`.
     pub(super) fn kw_list<T>(
         &self,
