@@ -40,7 +40,7 @@ pub use defs::{TargetRow, WorkloadRow};
 pub use error::DbError;
 pub use export::ImportStats;
 pub use jobs::{Job, JobStatus, NewJob};
-pub use open::{default_path, DB_ENV};
+pub use open::{default_path, has_sqlite_header, DB_ENV};
 pub use queries::{RecordFilter, Stats, TaskCount};
 pub use records::{Inserted, NewRecord, Placed, Record, RecordKey, Remeasurement};
 pub use remeasure::{NewRemeasurement, DISQUALIFYING};

@@ -24,6 +24,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The 100-byte SQLite header's magic string.
 const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// True if `bytes` begin as every SQLite database file does (any
+/// application's: whether it is a tuning database is [`Database::open`]'s to say).
+pub fn has_sqlite_header(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
 impl Database {
     /// Opens the database at `path`, creating it if it does not exist and
     /// migrating it to the current schema. Refuses (leaving the file

@@ -595,6 +595,36 @@ fn bad_options_exit_2() {
     }
 }
 
+/// The libraries' warnings reach standard error from every command (here:
+/// a machine lock that cannot be made, its directory being a file), and
+/// `RUST_LOG=off` silences them.
+#[test]
+fn library_warnings_reach_standard_error_unless_the_log_is_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("not-a-directory");
+    std::fs::write(&file, "").expect("writes");
+    let run = |log: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scaletune"));
+        cmd.args(["check", "scale_add:N=64", "--target", "host"]).current_dir(root());
+        cmd.env("SCALETUNE_MACHINE_LOCK", &file).env_remove("RUST_LOG");
+        if let Some(level) = log {
+            cmd.env("RUST_LOG", level);
+        }
+        let o = cmd.output().expect("runs scaletune");
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    assert_eq!(
+        run(None),
+        format!(
+            " WARN machine lock {}: File exists (os error 17); timed runs are not kept apart from other scaletune \
+             processes (set SCALETUNE_MACHINE_LOCK)\n",
+            file.display()
+        )
+    );
+    assert_eq!(run(Some("off")), "");
+}
+
 /// A job names each shape once: two references to one shape would be two
 /// tasks sharing every record.
 #[test]

@@ -133,7 +133,13 @@ pub struct Probe {
 impl Probe {
     /// Compiles the probe with `clang-19 -O2 -march=native`.
     pub fn build() -> Result<Probe, BenchError> {
-        let flags = ["-O2", "-march=native", "-Wno-invalid-feature-combination"];
+        Probe::build_for("native")
+    }
+
+    /// Compiles the probe with `clang-19 -O2 -march=ARCH`.
+    fn build_for(arch: &str) -> Result<Probe, BenchError> {
+        let march = format!("-march={arch}");
+        let flags = ["-O2", march.as_str(), "-Wno-invalid-feature-combination"];
         let dir = compile_probe("scaletune-peak-", "fma_peak", SOURCE, &flags, &[])?;
         Ok(Probe { dir })
     }
@@ -207,5 +213,23 @@ mod tests {
         // 6 rows of as many vectors as 32 registers hold beside the panel and a broadcast, else 16.
         assert_eq!((peak.l1_rows, peak.l1_vectors), (6, if lanes == 16 { 4 } else { 2 }), "{peak:?}");
         assert!(peak.l1_gflops > 1.0, "{peak:?}");
+    }
+
+    /// Built for an x86-64 without FMA (SSE only, and AVX without FMA3) the
+    /// probe links without libm and measures multiply-adds on 4 and 8 lanes.
+    #[test]
+    fn the_probe_builds_and_runs_where_the_cpu_has_no_fma() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        for (arch, lanes) in [("x86-64", 4), ("sandybridge", 8)] {
+            if arch == "sandybridge" && cpu_info().vector_isa == "SSE" {
+                continue;
+            }
+            let probe = Probe::build_for(arch).unwrap_or_else(|e| panic!("-march={arch}: {e}"));
+            let peak = probe.run(100_000, 1).unwrap_or_else(|e| panic!("-march={arch}: {e}"));
+            assert_eq!((peak.lanes, peak.l1_vectors), (lanes, 2), "-march={arch}: {peak:?}");
+            assert!(peak.gflops > 0.1 && peak.l1_gflops > 0.1, "-march={arch}: {peak:?}");
+        }
     }
 }

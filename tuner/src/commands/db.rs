@@ -121,7 +121,7 @@ fn stored_objective_text(kind: &str, x: f64) -> String {
 /// error.
 fn import_source(file: &Path, into: &Path) -> anyhow::Result<Vec<u8>> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    if !bytes.starts_with(b"SQLite format 3\0") {
+    if !scaletune_database::has_sqlite_header(&bytes) {
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
         if first.is_some_and(|&b| b != b'{') {
             bail!(
@@ -149,7 +149,7 @@ fn refuse_overwriting_a_database(file: &Path) -> anyhow::Result<()> {
     let mut head = [0u8; 16];
     let is_sqlite = std::fs::File::open(file)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|()| &head == b"SQLite format 3\0");
+        .is_ok_and(|()| scaletune_database::has_sqlite_header(&head));
     if is_sqlite {
         bail!("{} is an SQLite database, which the export would overwrite: name another file", file.display());
     }
@@ -162,6 +162,8 @@ pub fn run(cmd: &DbCommand, db: Option<&Path>) -> anyhow::Result<(String, u8)> {
     let mut out = String::new();
     if let DbCommand::Import { file } = cmd {
         let lines = import_source(file, &path)?;
+        // Checked before the target opens, so a refused import creates no
+        // file (the import parses the lines again: imports are rare and small).
         if let Some(problem) = super::db_records::import_problem(&lines) {
             bail!("importing {}: {problem}", file.display());
         }
